@@ -1,0 +1,19 @@
+//===- AttnOps.h - attn dialect operations ----------------------*- C++ -*-===//
+
+#ifndef ATTNDIALECT_IR_ATTNOPS_H
+#define ATTNDIALECT_IR_ATTNOPS_H
+
+#include "AttnDialect/IR/AttnDialect.h"
+#include "AttnDialect/IR/AttnTypes.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "AttnDialect/IR/AttnOps.h.inc"
+
+#endif // ATTNDIALECT_IR_ATTNOPS_H

@@ -1,0 +1,22 @@
+//===- Passes.h - attn transformation passes --------------------*- C++ -*-===//
+
+#ifndef ATTNDIALECT_TRANSFORMS_PASSES_H
+#define ATTNDIALECT_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::attn {
+
+#define GEN_PASS_DECL
+#include "AttnDialect/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "AttnDialect/Transforms/Passes.h.inc"
+
+} // namespace mlir::attn
+
+#endif // ATTNDIALECT_TRANSFORMS_PASSES_H

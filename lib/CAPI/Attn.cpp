@@ -1,0 +1,29 @@
+//===- Attn.cpp - C API of the attn dialect -------------------------------===//
+
+#include "AttnDialect/CAPI/Attn.h"
+#include "AttnDialect/IR/AttnDialect.h"
+#include "AttnDialect/IR/AttnTypes.h"
+#include "AttnDialect/Transforms/Passes.h"
+
+#include "mlir/CAPI/IR.h"
+#include "mlir/CAPI/Pass.h"
+#include "mlir/CAPI/Registration.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+MLIR_DEFINE_CAPI_DIALECT_REGISTRATION(Attn, attn, mlir::attn::AttnDialect)
+
+bool mlirAttnTypeIsABlockMask(MlirType type) {
+  return isa<BlockMaskType>(unwrap(type));
+}
+
+MlirType mlirAttnBlockMaskTypeGet(MlirContext ctx, unsigned qBlock,
+                                  unsigned kvBlock) {
+  // getChecked reports the reason through the context's diagnostic handler.
+  return wrap(BlockMaskType::getChecked(
+      [&] { return emitError(UnknownLoc::get(unwrap(ctx))); }, unwrap(ctx),
+      qBlock, kvBlock));
+}
+
+#include "AttnDialect/Transforms/Passes.capi.cpp.inc"

@@ -1,0 +1,376 @@
+//===- AttnOps.cpp - attn dialect operations ------------------------------===//
+//
+// Verifiers name the operand at fault and what was expected against what was
+// found, so that a user reading one diagnostic can fix the IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttnDialect/IR/AttnOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+//===----------------------------------------------------------------------===//
+// Shared checks
+//===----------------------------------------------------------------------===//
+
+/// Element types that attention and softmax read and write.
+static bool isSupportedFloat(Type type) {
+  return type.isF16() || type.isBF16() || type.isF32();
+}
+
+static LogicalResult verifyRank(Operation *op, StringRef name,
+                                RankedTensorType type, int64_t rank,
+                                StringRef layout) {
+  if (type.getRank() == rank)
+    return success();
+  return op->emitOpError() << "expected " << name << " to have rank " << rank
+                           << " (" << layout << "), but got " << type;
+}
+
+/// Checks that dim `bi` of `b` equals dim `ai` of `a` where both are static.
+static LogicalResult verifySameDim(Operation *op, StringRef what,
+                                   StringRef aName, RankedTensorType a,
+                                   unsigned ai, StringRef bName,
+                                   RankedTensorType b, unsigned bi) {
+  int64_t x = a.getDimSize(ai), y = b.getDimSize(bi);
+  if (ShapedType::isDynamic(x) || ShapedType::isDynamic(y) || x == y)
+    return success();
+  return op->emitOpError() << "expected " << bName << " dim " << bi << " ("
+                           << what << ") to equal " << aName << " dim " << ai
+                           << " (" << x << "), but got " << y;
+}
+
+/// Head dimensions are static (they size registers and shared memory) and in
+/// the range tensor-core kernels handle.
+static LogicalResult verifyHeadDim(Operation *op, StringRef name,
+                                   RankedTensorType type) {
+  int64_t dim = type.getDimSize(3);
+  if (ShapedType::isDynamic(dim))
+    return op->emitOpError()
+           << "expected a static head dim (dim 3) in " << name << ", but got "
+           << type;
+  if (dim < 16 || dim > 256 || dim % 8 != 0)
+    return op->emitOpError()
+           << "expected the head dim of " << name
+           << " to be a multiple of 8 from 16 to 256, but got " << dim;
+  return success();
+}
+
+static LogicalResult verifyScale(Operation *op, float scale) {
+  if (std::isfinite(scale) && scale > 0.0f)
+    return success();
+  return op->emitOpError()
+         << "expected scale to be a finite positive number, but got " << scale;
+}
+
+static std::string typeListString(TypeRange types) {
+  std::string str;
+  llvm::raw_string_ostream os(str);
+  os << "(";
+  llvm::interleaveComma(types, os);
+  os << ")";
+  return str;
+}
+
+/// Checks a score_mod/mask_mod region: its block arguments, its yield and
+/// that it has no side effects. `what` names the arguments for the message.
+static LogicalResult verifyModRegion(Operation *op, Region &region,
+                                     StringRef name, ArrayRef<Type> argTypes,
+                                     Type yieldType, StringRef what) {
+  Block &block = region.front();
+  if (block.getArgumentTypes() != TypeRange(argTypes))
+    return op->emitOpError()
+           << "expected " << name << " to take " << typeListString(argTypes)
+           << " " << what << ", but it takes "
+           << typeListString(block.getArgumentTypes());
+
+  auto yield = dyn_cast_or_null<YieldOp>(
+      block.empty() ? nullptr : &block.back());
+  if (!yield)
+    return op->emitOpError()
+           << "expected " << name << " to end with 'attn.yield'";
+  if (yield.getValues().getTypes() != TypeRange(yieldType))
+    return yield.emitOpError()
+           << "expected " << name << " to yield one " << yieldType
+           << ", but it yields " << typeListString(yield.getValues().getTypes());
+
+  // Tiled lowerings evaluate the region per element, in any order and any
+  // number of times (once per block of a block mask too): only pure
+  // computations give one answer.
+  for (Operation &nested : block.without_terminator()) {
+    if (!isMemoryEffectFree(&nested))
+      return nested.emitOpError()
+             << "has side effects, but " << name << " of '"
+             << op->getName() << "' must be free of side effects";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+float AttentionOp::getScaleValue() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToFloat();
+  return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
+}
+
+LogicalResult AttentionOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType q = getQueryType(), k = getKeyType(), v = getValueType();
+
+  if (failed(verifyRank(op, "query", q, 4, "[B, Hq, M, D]")) ||
+      failed(verifyRank(op, "key", k, 4, "[B, Hkv, N, D]")) ||
+      failed(verifyRank(op, "value", v, 4, "[B, Hkv, N, Dv]")))
+    return failure();
+
+  size_t numOutputs = getOutputs().size();
+  if (numOutputs != 1 && numOutputs != 2)
+    return emitOpError() << "expected 1 or 2 outputs (the output, then "
+                            "optionally the logsumexp), but got "
+                         << numOutputs;
+  RankedTensorType out = getOutputType();
+  if (failed(verifyRank(op, "output", out, 4, "[B, Hq, M, Dv]")))
+    return failure();
+
+  Type elementType = q.getElementType();
+  if (!isSupportedFloat(elementType))
+    return emitOpError() << "expected query element type to be f16, bf16 or "
+                            "f32, but got "
+                         << elementType;
+  if (k.getElementType() != elementType)
+    return emitOpError() << "expected key element type to equal the query's ("
+                         << elementType << "), but got " << k.getElementType();
+  if (v.getElementType() != elementType)
+    return emitOpError() << "expected value element type to equal the "
+                            "query's ("
+                         << elementType << "), but got " << v.getElementType();
+  if (!isSupportedFloat(out.getElementType()))
+    return emitOpError() << "expected output element type to be f16, bf16 or "
+                            "f32, but got "
+                         << out.getElementType();
+
+  if (failed(verifyHeadDim(op, "query", q)) ||
+      failed(verifyHeadDim(op, "value", v)) ||
+      failed(verifyHeadDim(op, "output", out)))
+    return failure();
+  if (k.isDynamicDim(3))
+    return emitOpError() << "expected a static head dim (dim 3) in key, but "
+                            "got "
+                         << k;
+
+  // Batch, heads, lengths and head dims agree across operands.
+  if (failed(verifySameDim(op, "batch", "query", q, 0, "key", k, 0)) ||
+      failed(verifySameDim(op, "batch", "query", q, 0, "value", v, 0)) ||
+      failed(verifySameDim(op, "batch", "query", q, 0, "output", out, 0)) ||
+      failed(verifySameDim(op, "head dim D", "query", q, 3, "key", k, 3)) ||
+      failed(verifySameDim(op, "kv heads", "key", k, 1, "value", v, 1)) ||
+      failed(verifySameDim(op, "kv length N", "key", k, 2, "value", v, 2)) ||
+      failed(verifySameDim(op, "query heads", "query", q, 1, "output", out,
+                           1)) ||
+      failed(verifySameDim(op, "query length M", "query", q, 2, "output", out,
+                           2)) ||
+      failed(verifySameDim(op, "value head dim Dv", "value", v, 3, "output",
+                           out, 3)))
+    return failure();
+
+  int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
+  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
+      (hkv == 0 || hq % hkv != 0))
+    return emitOpError() << "expected query heads (" << hq
+                         << ") to be a multiple of key/value heads (" << hkv
+                         << ")";
+
+  if (std::optional<APFloat> scale = getScale())
+    if (failed(verifyScale(op, scale->convertToFloat())))
+      return failure();
+
+  if (Value lseInit = getLogsumexpInit()) {
+    auto lse = cast<RankedTensorType>(lseInit.getType());
+    if (failed(verifyRank(op, "logsumexp", lse, 3, "[B, Hq, M]")))
+      return failure();
+    if (!lse.getElementType().isF32())
+      return emitOpError() << "expected logsumexp element type to be f32, but "
+                              "got "
+                           << lse.getElementType();
+    if (failed(verifySameDim(op, "batch", "query", q, 0, "logsumexp", lse,
+                             0)) ||
+        failed(verifySameDim(op, "query heads", "query", q, 1, "logsumexp",
+                             lse, 1)) ||
+        failed(verifySameDim(op, "query length M", "query", q, 2, "logsumexp",
+                             lse, 2)))
+      return failure();
+  }
+
+  if (getResults().size() != numOutputs)
+    return emitOpError() << "expected one result per output (" << numOutputs
+                         << "), but got " << getResults().size();
+  for (auto [i, result, init] : llvm::enumerate(getResults(), getOutputs()))
+    if (result.getType() != init.getType())
+      return emitOpError() << "expected result #" << i << " type to equal "
+                           << "output #" << i << " type " << init.getType()
+                           << ", but got " << result.getType();
+
+  if (getBlockMask() && !hasMaskMod())
+    return emitOpError() << "has a block_mask but no mask_mod: partial blocks "
+                            "need the elementwise mask";
+  return success();
+}
+
+LogicalResult AttentionOp::verifyRegions() {
+  MLIRContext *ctx = getContext();
+  Type index = IndexType::get(ctx), f32 = Float32Type::get(ctx);
+  if (hasScoreMod() &&
+      failed(verifyModRegion(getOperation(), getScoreMod(), "score_mod",
+                             {f32, index, index, index, index}, f32,
+                             "[score, b, h, q, kv]")))
+    return failure();
+  if (hasMaskMod() &&
+      failed(verifyModRegion(getOperation(), getMaskMod(), "mask_mod",
+                             {index, index, index, index},
+                             IntegerType::get(ctx, 1), "[b, h, q, kv]")))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// OnlineSoftmaxOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult OnlineSoftmaxOp::verify() {
+  auto scores = cast<RankedTensorType>(getScores().getType());
+  auto max = cast<RankedTensorType>(getMax().getType());
+  if (scores.getRank() < 1)
+    return emitOpError() << "expected scores to have rank 1 or more, but got "
+                         << scores;
+  if (max.getRank() != scores.getRank() - 1)
+    return emitOpError() << "expected max and sum to have rank "
+                         << scores.getRank() - 1
+                         << " (the scores' rank less the reduced last dim), "
+                            "but got "
+                         << max;
+  for (int64_t i = 0, e = max.getRank(); i < e; ++i)
+    if (failed(verifySameDim(getOperation(), "rows", "scores", scores, i,
+                             "max", max, i)))
+      return failure();
+  if (auto sum = cast<RankedTensorType>(getSum().getType()); sum != max)
+    return emitOpError() << "expected sum type to equal max type " << max
+                         << ", but got " << sum;
+  return verifyScale(getOperation(), getScale().convertToFloat());
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getOutput().getType());
+  if (in.getRank() < 1)
+    return emitOpError() << "expected input to have rank 1 or more, but got "
+                         << in;
+  if (!isSupportedFloat(in.getElementType()))
+    return emitOpError() << "expected input element type to be f16, bf16 or "
+                            "f32, but got "
+                         << in.getElementType();
+  if (!isSupportedFloat(out.getElementType()))
+    return emitOpError() << "expected output element type to be f16, bf16 or "
+                            "f32, but got "
+                         << out.getElementType();
+  if (out.getRank() != in.getRank())
+    return emitOpError() << "expected output to have the input's rank ("
+                         << in.getRank() << "), but got " << out;
+  for (int64_t i = 0, e = in.getRank(); i < e; ++i)
+    if (failed(verifySameDim(getOperation(), "shape", "input", in, i, "output",
+                             out, i)))
+      return failure();
+  if (getResult().getType() != out)
+    return emitOpError() << "expected result type to equal output type " << out
+                         << ", but got " << getResult().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Block masks
+//===----------------------------------------------------------------------===//
+
+LogicalResult CreateBlockMaskOp::verifyRegions() {
+  Type index = IndexType::get(getContext());
+  return verifyModRegion(getOperation(), getMaskMod(), "mask_mod",
+                         {index, index, index, index},
+                         IntegerType::get(getContext(), 1), "[b, h, q, kv]");
+}
+
+/// Block-mask counts are i32 [B, H, blocks]; index lists i32
+/// [B, H, blocks, blocks].
+static LogicalResult verifyBlockMaskTensor(Operation *op, StringRef name,
+                                           Type type, int64_t rank) {
+  auto tensor = cast<RankedTensorType>(type);
+  if (tensor.getRank() != rank || !tensor.getElementType().isSignlessInteger(32))
+    return op->emitOpError()
+           << "expected " << name << " to be an i32 tensor of rank " << rank
+           << (rank == 3 ? " [B, H, blocks]" : " [B, H, blocks, blocks]")
+           << ", but got " << type;
+  return success();
+}
+
+LogicalResult MakeBlockMaskOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyBlockMaskTensor(op, "kv_num_blocks",
+                                   getKvNumBlocks().getType(), 3)) ||
+      failed(verifyBlockMaskTensor(op, "kv_indices", getKvIndices().getType(),
+                                   4)))
+    return failure();
+  auto num = cast<RankedTensorType>(getKvNumBlocks().getType());
+  auto idx = cast<RankedTensorType>(getKvIndices().getType());
+  for (unsigned i = 0; i < 3; ++i)
+    if (failed(verifySameDim(op, "leading dims", "kv_num_blocks", num, i,
+                             "kv_indices", idx, i)))
+      return failure();
+
+  if (!getFullKvNumBlocks() != !getFullKvIndices())
+    return emitOpError() << "expected both full_kv_num_blocks and "
+                            "full_kv_indices, or neither";
+  if (!getFullKvNumBlocks())
+    return success();
+  if (getFullKvNumBlocks().getType() != num)
+    return emitOpError() << "expected full_kv_num_blocks type to equal "
+                            "kv_num_blocks type "
+                         << num << ", but got "
+                         << getFullKvNumBlocks().getType();
+  if (getFullKvIndices().getType() != idx)
+    return emitOpError() << "expected full_kv_indices type to equal "
+                            "kv_indices type "
+                         << idx << ", but got " << getFullKvIndices().getType();
+  return success();
+}
+
+LogicalResult BlockMaskFieldOp::verify() {
+  int64_t rank;
+  switch (getField()) {
+  case BlockMaskField::kv_num_blocks:
+  case BlockMaskField::full_kv_num_blocks:
+  case BlockMaskField::q_num_blocks:
+  case BlockMaskField::full_q_num_blocks:
+    rank = 3;
+    break;
+  default:
+    rank = 4;
+    break;
+  }
+  return verifyBlockMaskTensor(getOperation(),
+                               "result for " + stringifyBlockMaskField(getField()).str(),
+                               getResult().getType(), rank);
+}
+
+#define GET_OP_CLASSES
+#include "AttnDialect/IR/AttnOps.cpp.inc"

@@ -1,0 +1,154 @@
+//===- DecomposeOnlineSoftmax.cpp - attn.online_softmax to linalg ---------===//
+//
+// Lowers one online-softmax step to three linalg.generic ops on tensors:
+//   1. a row reduction: new_max = max(max, rowmax(scale * S));
+//   2. a row map: correction, the exp2 bias of each row, and the rescaled sum;
+//   3. an elementwise map fused with a row reduction: probs and new_sum.
+// Every exponential is exp2 with log2(e) folded into the scale, so an element
+// costs one fma and one exp2 (what FlashAttention and Triton do).
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNDECOMPOSEONLINESOFTMAX
+#include "AttnDialect/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+constexpr double kLog2E = 1.4426950408889634;
+
+Value f32Constant(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+/// `value` where `row` is finite-or-+inf, else 0: a row whose max is -inf
+/// has only -inf scores, and subtracting -inf from them would give NaN.
+Value zeroIfNegInf(OpBuilder &b, Location loc, Value row) {
+  Value negInf =
+      f32Constant(b, loc, -std::numeric_limits<double>::infinity());
+  Value isNegInf =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, row, negInf);
+  return arith::SelectOp::create(b, loc, isNegInf, f32Constant(b, loc, 0.0),
+                                 row);
+}
+
+struct DecomposeOnlineSoftmax : OpRewritePattern<OnlineSoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnlineSoftmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value scores = op.getScores(), max = op.getMax(), sum = op.getSum();
+    auto scoresType = cast<RankedTensorType>(scores.getType());
+    auto rowType = cast<RankedTensorType>(max.getType());
+    unsigned rank = scoresType.getRank();
+
+    double scale = op.getScale().convertToDouble();
+    AffineMap elementMap = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap rowMap = elementMap.dropResult(rank - 1);
+    SmallVector<utils::IteratorType> parallel(rank,
+                                              utils::IteratorType::parallel);
+    SmallVector<utils::IteratorType> rowReduction = parallel;
+    rowReduction.back() = utils::IteratorType::reduction;
+    SmallVector<utils::IteratorType> rowParallel(rank - 1,
+                                                 utils::IteratorType::parallel);
+
+    // 1. new_max = max(max, rowmax(scale * S)); the running max seeds the
+    //    reduction, so no separate combine is needed.
+    auto newMax = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{rowType}, ValueRange{scores}, ValueRange{max},
+        ArrayRef<AffineMap>{elementMap, rowMap}, rowReduction,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value scaled =
+              arith::MulFOp::create(b, l, args[0], f32Constant(b, l, scale));
+          Value m = arith::MaximumFOp::create(b, l, args[1], scaled);
+          linalg::YieldOp::create(b, l, m);
+        });
+
+    // 2. Per row: correction = exp2((max - new_max) * log2e), 1 when new_max
+    //    is -inf; bias = -new_max * log2e (0 when -inf); sum * correction.
+    SmallVector<OpFoldResult> rowSizes =
+        tensor::getMixedSizes(rewriter, loc, max);
+    auto emptyRow = [&] {
+      return tensor::EmptyOp::create(rewriter, loc, rowSizes,
+                                     rewriter.getF32Type())
+          .getResult();
+    };
+    AffineMap rowIdentity = rewriter.getMultiDimIdentityMap(rank - 1);
+    auto rowStats = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{rowType, rowType, rowType},
+        ValueRange{max, newMax.getResult(0), sum},
+        ValueRange{emptyRow(), emptyRow(), emptyRow()},
+        SmallVector<AffineMap>(6, rowIdentity), rowParallel,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value oldMax = args[0], nextMax = args[1], oldSum = args[2];
+          Value log2e = f32Constant(b, l, kLog2E);
+          Value safeMax = zeroIfNegInf(b, l, nextMax);
+          Value delta = arith::SubFOp::create(b, l, oldMax, safeMax);
+          Value correction = math::Exp2Op::create(
+              b, l, arith::MulFOp::create(b, l, delta, log2e));
+          Value maxIsNegInf = arith::CmpFOp::create(
+              b, l, arith::CmpFPredicate::OEQ, nextMax,
+              f32Constant(b, l, -std::numeric_limits<double>::infinity()));
+          correction = arith::SelectOp::create(
+              b, l, maxIsNegInf, f32Constant(b, l, 1.0), correction);
+          Value bias = arith::NegFOp::create(
+              b, l, arith::MulFOp::create(b, l, safeMax, log2e));
+          Value scaledSum = arith::MulFOp::create(b, l, oldSum, correction);
+          linalg::YieldOp::create(b, l,
+                                  ValueRange{correction, bias, scaledSum});
+        });
+    Value correction = rowStats.getResult(0), bias = rowStats.getResult(1),
+          scaledSum = rowStats.getResult(2);
+
+    // 3. probs = exp2(S * (scale * log2e) + bias), summed into the rescaled
+    //    running sum in the same pass over the tile.
+    Value emptyProbs =
+        tensor::EmptyOp::create(rewriter, loc,
+                                tensor::getMixedSizes(rewriter, loc, scores),
+                                rewriter.getF32Type());
+    auto probs = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{scoresType, rowType},
+        ValueRange{scores, bias}, ValueRange{emptyProbs, scaledSum},
+        ArrayRef<AffineMap>{elementMap, rowMap, elementMap, rowMap},
+        rowReduction, [&](OpBuilder &b, Location l, ValueRange args) {
+          Value c = f32Constant(b, l, scale * kLog2E);
+          Value p = math::Exp2Op::create(
+              b, l, math::FmaOp::create(b, l, args[0], c, args[1]));
+          Value s = arith::AddFOp::create(b, l, args[3], p);
+          linalg::YieldOp::create(b, l, ValueRange{p, s});
+        });
+
+    rewriter.replaceOp(op, {probs.getResult(0), newMax.getResult(0),
+                            probs.getResult(1), correction});
+    return success();
+  }
+};
+
+struct AttnDecomposeOnlineSoftmaxPass
+    : attn::impl::AttnDecomposeOnlineSoftmaxBase<AttnDecomposeOnlineSoftmaxPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<DecomposeOnlineSoftmax>(&getContext());
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
+  }
+};
+
+} // namespace
