@@ -21,7 +21,7 @@ func.func @sliding_window_softcap(%q: tensor<1x4x?x128xbf16>, %k: tensor<1x4x?x1
   %c2 = arith.constant 2 : index
   %m = tensor.dim %q, %c2 : tensor<1x4x?x128xbf16>
   %n = tensor.dim %k, %c2 : tensor<1x4x?x128xbf16>
-  %bm = attn.create_block_mask (%c1, %c1, %m, %n)
+  %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%m) kv_len(%n)
       : !attn.block_mask<q_block = 128, kv_block = 128>
       mask_mod {
       ^bb0(%b: index, %h: index, %qi: index, %kv: index):

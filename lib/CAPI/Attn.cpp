@@ -8,11 +8,20 @@
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Pass.h"
 #include "mlir/CAPI/Registration.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 
 using namespace mlir;
 using namespace mlir::attn;
 
 MLIR_DEFINE_CAPI_DIALECT_REGISTRATION(Attn, attn, mlir::attn::AttnDialect)
+
+void mlirAttnRegisterAllDialects(MlirDialectRegistry registry) {
+  DialectRegistry &r = *unwrap(registry);
+  r.insert<AttnDialect>();
+  registerAllDialects(r);
+  registerAllExtensions(r);
+}
 
 bool mlirAttnTypeIsABlockMask(MlirType type) {
   return isa<BlockMaskType>(unwrap(type));

@@ -14,9 +14,6 @@ using namespace mlir::attn;
 #include "AttnDialect/IR/AttnDialect.cpp.inc"
 #include "AttnDialect/IR/AttnEnums.cpp.inc"
 
-#define GET_ATTRDEF_CLASSES
-#include "AttnDialect/IR/AttnAttrs.cpp.inc"
-
 #define GET_TYPEDEF_CLASSES
 #include "AttnDialect/IR/AttnTypes.cpp.inc"
 
@@ -28,10 +25,6 @@ void AttnDialect::initialize() {
   addTypes<
 #define GET_TYPEDEF_LIST
 #include "AttnDialect/IR/AttnTypes.cpp.inc"
-      >();
-  addAttributes<
-#define GET_ATTRDEF_LIST
-#include "AttnDialect/IR/AttnAttrs.cpp.inc"
       >();
 }
 

@@ -23,7 +23,7 @@
 #include <limits>
 
 namespace mlir::attn {
-#define GEN_PASS_DEF_ATTNDECOMPOSEONLINESOFTMAX
+#define GEN_PASS_DEF_DECOMPOSEONLINESOFTMAX
 #include "AttnDialect/Transforms/Passes.h.inc"
 } // namespace mlir::attn
 
@@ -38,18 +38,11 @@ Value f32Constant(OpBuilder &b, Location loc, double value) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
 }
 
-/// `value` where `row` is finite-or-+inf, else 0: a row whose max is -inf
-/// has only -inf scores, and subtracting -inf from them would give NaN.
-Value zeroIfNegInf(OpBuilder &b, Location loc, Value row) {
-  Value negInf =
-      f32Constant(b, loc, -std::numeric_limits<double>::infinity());
-  Value isNegInf =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, row, negInf);
-  return arith::SelectOp::create(b, loc, isNegInf, f32Constant(b, loc, 0.0),
-                                 row);
+Value negInfConstant(OpBuilder &b, Location loc) {
+  return f32Constant(b, loc, -std::numeric_limits<double>::infinity());
 }
 
-struct DecomposeOnlineSoftmax : OpRewritePattern<OnlineSoftmaxOp> {
+struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(OnlineSoftmaxOp op,
@@ -100,13 +93,15 @@ struct DecomposeOnlineSoftmax : OpRewritePattern<OnlineSoftmaxOp> {
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value oldMax = args[0], nextMax = args[1], oldSum = args[2];
           Value log2e = f32Constant(b, l, kLog2E);
-          Value safeMax = zeroIfNegInf(b, l, nextMax);
+          // A row whose max is -inf has only -inf scores so far; subtracting
+          // -inf from them would give NaN, so such rows use 0 as their max.
+          Value maxIsNegInf = arith::CmpFOp::create(
+              b, l, arith::CmpFPredicate::OEQ, nextMax, negInfConstant(b, l));
+          Value safeMax = arith::SelectOp::create(
+              b, l, maxIsNegInf, f32Constant(b, l, 0.0), nextMax);
           Value delta = arith::SubFOp::create(b, l, oldMax, safeMax);
           Value correction = math::Exp2Op::create(
               b, l, arith::MulFOp::create(b, l, delta, log2e));
-          Value maxIsNegInf = arith::CmpFOp::create(
-              b, l, arith::CmpFPredicate::OEQ, nextMax,
-              f32Constant(b, l, -std::numeric_limits<double>::infinity()));
           correction = arith::SelectOp::create(
               b, l, maxIsNegInf, f32Constant(b, l, 1.0), correction);
           Value bias = arith::NegFOp::create(
@@ -142,11 +137,11 @@ struct DecomposeOnlineSoftmax : OpRewritePattern<OnlineSoftmaxOp> {
   }
 };
 
-struct AttnDecomposeOnlineSoftmaxPass
-    : attn::impl::AttnDecomposeOnlineSoftmaxBase<AttnDecomposeOnlineSoftmaxPass> {
+struct DecomposeOnlineSoftmaxPass
+    : attn::impl::DecomposeOnlineSoftmaxBase<DecomposeOnlineSoftmaxPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<DecomposeOnlineSoftmax>(&getContext());
+    patterns.add<OnlineSoftmaxToLinalg>(&getContext());
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };

@@ -17,6 +17,11 @@ extern "C" {
 /// mlirGetDialectHandle__attn__(): load with mlirDialectHandleLoadDialect.
 MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(Attn, attn);
 
+/// Adds attn and every upstream dialect and extension that attn-opt has
+/// (func, arith, math, tensor, linalg, scf, gpu, nvvm, ...) to `registry`:
+/// what attn IR and its pipelines use.
+MLIR_CAPI_EXPORTED void mlirAttnRegisterAllDialects(MlirDialectRegistry registry);
+
 /// Whether `type` is an !attn.block_mask.
 MLIR_CAPI_EXPORTED bool mlirAttnTypeIsABlockMask(MlirType type);
 

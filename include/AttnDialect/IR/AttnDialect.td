@@ -29,7 +29,6 @@ def Attn_Dialect : Dialect {
     softmax statistics are accumulated in f32.
   }];
   let useDefaultTypePrinterParser = 1;
-  let useDefaultAttributePrinterParser = 1;
 }
 
 class Attn_Op<string mnemonic, list<Trait> traits = []>

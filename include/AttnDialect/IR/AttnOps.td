@@ -216,7 +216,7 @@ def Attn_CreateBlockMaskOp : Attn_Op<"create_block_mask", [Pure]> {
     `heads` to build one mask shared by every batch or head.
 
     ```mlir
-    %bm = attn.create_block_mask (%c1, %c1, %m, %n)
+    %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%m) kv_len(%n)
         : !attn.block_mask<q_block = 128, kv_block = 128>
         mask_mod {
         ^bb0(%b: index, %h: index, %q: index, %kv: index):
@@ -230,8 +230,8 @@ def Attn_CreateBlockMaskOp : Attn_Op<"create_block_mask", [Pure]> {
   let results = (outs Attn_BlockMaskType:$result);
   let regions = (region SizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
-    `(` $batch `,` $heads `,` $q_len `,` $kv_len `)` attr-dict `:`
-    type($result) `mask_mod` $mask_mod
+    `batch` `(` $batch `)` `heads` `(` $heads `)` `q_len` `(` $q_len `)`
+    `kv_len` `(` $kv_len `)` attr-dict `:` type($result) `mask_mod` $mask_mod
   }];
   let hasRegionVerifier = 1;
 }
@@ -273,15 +273,15 @@ def Attn_BlockMaskFieldOp : Attn_Op<"block_mask_field", [Pure]> {
     counts have rank 3, index lists rank 4.
 
     ```mlir
-    %idx = attn.block_mask_field %bm[kv_indices]
+    %idx = attn.block_mask_field kv_indices of %bm
         : !attn.block_mask<q_block = 128, kv_block = 128> -> tensor<?x?x?x?xi32>
     ```
   }];
   let arguments = (ins Attn_BlockMaskType:$block_mask,
-                       Attn_BlockMaskFieldAttr:$field);
+                       Attn_BlockMaskField:$field);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $block_mask `[` $field `]` attr-dict `:` type($block_mask) `->` type($result)
+    $field `of` $block_mask attr-dict `:` type($block_mask) `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -9,9 +9,6 @@
 
 #include "AttnDialect/IR/AttnEnums.h.inc"
 
-#define GET_ATTRDEF_CLASSES
-#include "AttnDialect/IR/AttnAttrs.h.inc"
-
 #define GET_TYPEDEF_CLASSES
 #include "AttnDialect/IR/AttnTypes.h.inc"
 

@@ -53,12 +53,6 @@ def Attn_BlockMaskField : I32EnumAttr<"BlockMaskField",
   I32EnumAttrCase<"full_q_indices", 7>
 ]> {
   let cppNamespace = "::mlir::attn";
-  let genSpecializedAttr = 0;
-}
-
-def Attn_BlockMaskFieldAttr : EnumAttr<Attn_Dialect, Attn_BlockMaskField,
-                                       "block_mask_field"> {
-  let assemblyFormat = "$value";
 }
 
 #endif // ATTN_TYPES_TD

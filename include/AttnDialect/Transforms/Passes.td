@@ -5,7 +5,7 @@
 
 include "mlir/Pass/PassBase.td"
 
-def AttnDecomposeOnlineSoftmax : Pass<"attn-decompose-online-softmax"> {
+def DecomposeOnlineSoftmax : Pass<"attn-decompose-online-softmax"> {
   let summary = "lower attn.online_softmax to linalg on tensors";
   let description = [{
     Rewrites each `attn.online_softmax` into `linalg.generic` reductions and

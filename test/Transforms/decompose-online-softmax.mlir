@@ -1,0 +1,55 @@
+// RUN: attn-opt %s --attn-decompose-online-softmax --split-input-file | FileCheck %s
+
+// Three linalg.generic ops: the running max (seeded with the old max), the
+// per-row statistics, then probs fused with the row sum. log2(e) is folded
+// into the scale: 0.5 * log2(e) = 0.72134751.
+// CHECK-LABEL: func.func @step
+// CHECK-SAME: (%[[S:.*]]: tensor<4x?xf32>, %[[M:.*]]: tensor<4xf32>, %[[L:.*]]: tensor<4xf32>)
+// CHECK-NOT: attn.online_softmax
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[S]] : tensor<4x?xf32>) outs(%[[M]] : tensor<4xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.maximumf
+// CHECK: %[[ROW:.*]]:3 = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%[[M]], %[[MAX]], %[[L]] : {{.*}})
+// CHECK-DAG: arith.constant 1.44269502 : f32
+// CHECK-DAG: arith.cmpf oeq
+// CHECK: math.exp2
+// CHECK: arith.select
+// CHECK: arith.negf
+// CHECK: %[[DIM:.*]] = tensor.dim %[[S]]
+// CHECK: %[[EMPTY:.*]] = tensor.empty(%[[DIM]]) : tensor<4x?xf32>
+// CHECK: %[[P:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[S]], %[[ROW]]#1 : tensor<4x?xf32>, tensor<4xf32>) outs(%[[EMPTY]], %[[ROW]]#2 : tensor<4x?xf32>, tensor<4xf32>)
+// CHECK: %[[C:.*]] = arith.constant 0.72134751 : f32
+// CHECK: %[[FMA:.*]] = math.fma %{{.*}}, %[[C]], %{{.*}} : f32
+// CHECK: math.exp2 %[[FMA]]
+// CHECK: arith.addf
+// CHECK: return %[[P]]#0, %[[MAX]], %[[P]]#1, %[[ROW]]#0
+func.func @step(%s: tensor<4x?xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>)
+    -> (tensor<4x?xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %p, %m1, %l1, %c = attn.online_softmax %s, %m, %l {scale = 0.5 : f32}
+      : tensor<4x?xf32>, tensor<4xf32>
+  return %p, %m1, %l1, %c : tensor<4x?xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Leading batch dims stay parallel; only the last dim is reduced.
+// CHECK-LABEL: func.func @batched
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: iterator_types = ["parallel", "parallel"]
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: arith.constant 1.44269502 : f32
+func.func @batched(%s: tensor<2x?x?xf32>, %m: tensor<2x?xf32>, %l: tensor<2x?xf32>)
+    -> tensor<2x?x?xf32> {
+  %p, %m1, %l1, %c = attn.online_softmax %s, %m, %l : tensor<2x?x?xf32>, tensor<2x?xf32>
+  return %p : tensor<2x?x?xf32>
+}
+
+// -----
+
+// Other ops are left alone.
+// CHECK-LABEL: func.func @untouched
+// CHECK: attn.softmax
+func.func @untouched(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %r = attn.softmax ins(%x : tensor<4x8xf32>) outs(%y : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
