@@ -53,7 +53,7 @@ protected:
     SmallVector<Type> resultTypes(TypeRange(outs.getTypes()));
     return AttentionOp::create(builder, builder.getUnknownLoc(), resultTypes,
                                args[0], args[1], args[2],
-                               /*block_mask=*/Value(), outs,
+                               /*block_mask=*/Value(), outs, /*offsets=*/{},
                                /*scale=*/FloatAttr(), /*causal=*/false);
   }
 

@@ -7,6 +7,7 @@
 
 #include "AttnDialect/IR/AttnOps.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -124,8 +125,18 @@ float AttentionOp::getScaleValue() {
   return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
 }
 
+SmallVector<OpFoldResult> AttentionOp::getMixedOffsets() {
+  if (!getOffsets().empty())
+    return getAsOpFoldResult(getOffsets());
+  return SmallVector<OpFoldResult>(4, Builder(getContext()).getIndexAttr(0));
+}
+
 LogicalResult AttentionOp::verify() {
   Operation *op = getOperation();
+  if (!getOffsets().empty() && getOffsets().size() != 4)
+    return emitOpError() << "expected 4 offsets (b, h, q, kv) or none, but "
+                            "got "
+                         << getOffsets().size();
   RankedTensorType q = getQueryType(), k = getKeyType(), v = getValueType();
 
   if (failed(verifyRank(op, "query", q, 4, "[B, Hq, M, D]")) ||

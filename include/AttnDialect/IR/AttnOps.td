@@ -9,6 +9,7 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/TilingInterface.td"
 include "mlir/IR/OpBase.td"
 
 //===----------------------------------------------------------------------===//
@@ -18,6 +19,9 @@ include "mlir/IR/OpBase.td"
 def Attn_AttentionOp : Attn_Op<"attention", [
     AttrSizedOperandSegments,
     DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<TilingInterface, [
+        "getLoopIteratorTypes", "getIterationDomain",
+        "getTiledImplementation", "getResultTilePosition"]>,
     Pure]> {
   let summary = "scaled dot-product attention with FlexAttention hooks";
   let description = [{
@@ -52,6 +56,18 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     free of side effects, because tiling evaluates them in any order and any
     number of times.
 
+    `offsets(%b0, %h0, %q0, %kv0)` marks an op that computes one tile of a
+    larger attention (what tiling produces): its operands are slices that
+    start at those batch, head, query and key positions of the whole
+    problem. Region arguments, the causal mask and the block mask all see
+    whole-problem positions (b0 + b, h0 + h, q0 + q, kv0 + kv), so tiling
+    never changes what a region computes.
+
+    Tiling (`TilingInterface`) runs over (B, Hq, M, Dv), all parallel; Dv
+    is not split, and heads are split one at a time (or into groups that
+    share a kv head), so each tile's K/V slice is the kv head its query
+    heads read.
+
     A `block_mask` lists, per q-block, which kv-blocks are partially and
     fully unmasked; kernels skip the others and evaluate `mask_mod` only on
     partial blocks, so an op with a block mask must have a `mask_mod`. Rows
@@ -72,6 +88,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [
                        AnyRankedTensor:$value,
                        Optional<Attn_BlockMaskType>:$block_mask,
                        Variadic<AnyRankedTensor>:$outputs,
+                       Variadic<Index>:$offsets,
                        OptionalAttr<F32Attr>:$scale,
                        UnitAttr:$causal);
   let results = (outs Variadic<AnyRankedTensor>:$results);
@@ -83,6 +100,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [
               type($value) `)`
     `outs` `(` $outputs `:` type($outputs) `)`
     (`block_mask` `(` $block_mask^ `:` type($block_mask) `)`)?
+    (`offsets` `(` $offsets^ `)`)?
     attr-dict
     (`score_mod` $score_mod^)?
     (`mask_mod` $mask_mod^)?
@@ -110,6 +128,10 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     Value getLogsumexp() {
       return getResults().size() > 1 ? getResults()[1] : Value();
     }
+
+    /// The whole-problem position (b, h, q, kv) of this op's tile; constant
+    /// zeros when the op is not a tile.
+    SmallVector<OpFoldResult> getMixedOffsets();
 
     bool hasScoreMod() { return !getScoreMod().empty(); }
     bool hasMaskMod() { return !getMaskMod().empty(); }
