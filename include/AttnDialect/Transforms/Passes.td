@@ -32,4 +32,66 @@ def DecomposeOnlineSoftmax : Pass<"attn-decompose-online-softmax"> {
   ];
 }
 
+def TileAttention : Pass<"attn-tile-attention"> {
+  let summary = "grid of attention tiles over (batch, head, q-tile)";
+  let description = [{
+    Tiles every `attn.attention` through its `TilingInterface` into an
+    `scf.forall` over (batch, query head, q-tile): each iteration is an
+    `attn.attention` on one q-tile of one head, with `offsets` recording
+    where the tile sits. With `gpu-mapping`, the loop is marked
+    `#gpu.block<x/y/z>` (q-tiles on x) for the GPU mapping pass.
+  }];
+  let options = [
+    Option<"qTile", "q-tile", "int64_t", /*default=*/"64",
+           "query rows per tile">,
+    Option<"gpuMapping", "gpu-mapping", "bool", /*default=*/"false",
+           "mark the forall with #gpu.block mapping attributes">
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def DecomposeAttention : Pass<"attn-decompose-attention"> {
+  let summary = "attn.attention to a kv-tile loop over attn.online_softmax";
+  let description = [{
+    Rewrites each `attn.attention` (typically one q-tile, after
+    `attn-tile-attention`) into the FlashAttention loop on tensors:
+
+    ```
+    for each (b, h) of the op:            (trip count 1 after tiling)
+      acc = 0, max = -inf, sum = 0
+      for kv0 in [0, N) step kv-tile:      carrying (acc, max, sum)
+        S = Q_tile . K_tile^T              (linalg.generic contraction, f32)
+        S = score_mod(scale * S, b, h, q, kv); -inf where masked
+        P, max, sum, c = attn.online_softmax S, max, sum
+        acc = acc * c + P . V_tile          (linalg.generic contraction)
+      O = acc / sum (0 for fully masked rows); lse = max + log(sum)
+    ```
+
+    `score_mod` and `mask_mod` are inlined with whole-problem indices (the
+    op's `offsets` added). Causal ops stop the loop at the diagonal and
+    split it in two: kv-tiles wholly below the diagonal run without any mask
+    arithmetic, only the tiles that cross it compare indices. Without a
+    `score_mod` the scale is left to `attn.online_softmax`, which folds it
+    into its exp2. A block mask is not needed for correctness (`mask_mod`
+    decides every element) and is not read here.
+  }];
+  let options = [
+    Option<"kvTile", "kv-tile", "int64_t", /*default=*/"64",
+           "keys per step of the kv loop">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // ATTN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,71 @@
+//===- TileAttention.cpp - grid of attention tiles ------------------------===//
+//
+// Tiles attn.attention through its TilingInterface with upstream's
+// scf::tileUsingSCF: one scf.forall over (batch, query head, q-tile), whose
+// body is an attn.attention on one q-tile of one head. This is the grid of a
+// FlashAttention kernel; attn-decompose-attention then builds each tile's kv
+// loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Transforms/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_TILEATTENTION
+#include "AttnDialect/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
+  using TileAttentionBase::TileAttentionBase;
+
+  void runOnOperation() override {
+    if (qTile <= 0) {
+      getOperation()->emitError()
+          << "attn-tile-attention: q-tile must be positive, got " << qTile;
+      return signalPassFailure();
+    }
+    MLIRContext *ctx = &getContext();
+    Builder b(ctx);
+    scf::SCFTilingOptions options;
+    // (b, h, m) tiled by (1, 1, q-tile); Dv untiled (0).
+    options.setTileSizes({b.getIndexAttr(1), b.getIndexAttr(1),
+                          b.getIndexAttr(qTile), b.getIndexAttr(0)});
+    options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+    if (gpuMapping)
+      options.setMapping(
+          {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ),
+           gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
+           gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
+
+    // Tiles are attention ops too: collect the originals first.
+    SmallVector<AttentionOp> ops;
+    getOperation()->walk([&](AttentionOp op) {
+      if (op.getOffsets().empty())
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(ctx);
+    for (AttentionOp op : ops) {
+      rewriter.setInsertionPoint(op);
+      FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+          rewriter, cast<TilingInterface>(op.getOperation()), options);
+      if (failed(tiled)) {
+        op.emitOpError() << "could not be tiled into (1, 1, " << qTile
+                         << ") tiles";
+        return signalPassFailure();
+      }
+      rewriter.replaceOp(op, tiled->replacements);
+    }
+  }
+};
+
+} // namespace
