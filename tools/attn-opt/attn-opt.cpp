@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/IR/AttnDialect.h"
+#include "AttnDialect/Pipelines/Pipelines.h"
 #include "AttnDialect/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -20,6 +21,7 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::attn::registerAttnPasses();
+  mlir::attn::registerAttnPipelines();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::attn::AttnDialect>();
