@@ -1,0 +1,72 @@
+//===- HostTensor.h - host buffers that compiled kernels read and write ---===//
+//
+// A dense row-major buffer of f32, f16, bf16, i32, i64 or index elements,
+// its values mirrored as doubles for the reference, and the memref
+// descriptor that MLIR's C calling convention passes by pointer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUN_HOSTTENSOR_H
+#define ATTN_RUN_HOSTTENSOR_H
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace attn_run {
+
+enum class ElementKind { F32, F16, BF16, I32, I64, Index };
+
+/// Bytes per element.
+size_t elementBytes(ElementKind kind);
+const char *elementName(ElementKind kind);
+bool isFloat(ElementKind kind);
+
+/// IEEE half and bfloat16 conversions, round to nearest even.
+uint16_t floatToHalf(float value);
+float halfToFloat(uint16_t bits);
+uint16_t floatToBF16(float value);
+float bf16ToFloat(uint16_t bits);
+
+/// The layout of a ranked memref descriptor with `Rank` dims.
+template <int Rank> struct MemRefDescriptor {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t sizes[Rank];
+  int64_t strides[Rank];
+};
+
+class HostTensor {
+public:
+  HostTensor(ElementKind kind, std::vector<int64_t> shape);
+
+  ElementKind kind() const { return kind_; }
+  const std::vector<int64_t> &shape() const { return shape_; }
+  int64_t numElements() const { return numElements_; }
+
+  /// Element i as a double (after rounding to the element type).
+  double get(int64_t i) const;
+  /// Stores `value` rounded to the element type.
+  void set(int64_t i, double value);
+  /// Fills every byte with a NaN pattern (floats) or 0x7f (integers) so that
+  /// unwritten elements are caught.
+  void poison();
+
+  /// A pointer to a memref descriptor of this buffer, valid while the tensor
+  /// lives; the descriptor's rank is the tensor's.
+  void *descriptor();
+
+private:
+  ElementKind kind_;
+  std::vector<int64_t> shape_;
+  int64_t numElements_;
+  std::vector<uint8_t> bytes_;
+  // Large enough for ranks up to 8.
+  MemRefDescriptor<8> descriptor_;
+};
+
+} // namespace attn_run
+
+#endif // ATTN_RUN_HOSTTENSOR_H

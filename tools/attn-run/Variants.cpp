@@ -1,0 +1,171 @@
+//===- Variants.cpp -------------------------------------------------------===//
+
+#include "Variants.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace attn_run;
+
+namespace {
+
+/// Splits "name:value" and parses the value as an integer or a float.
+bool splitParam(llvm::StringRef text, llvm::StringRef name,
+                llvm::StringRef &value) {
+  if (!text.consume_front(name))
+    return false;
+  if (!text.consume_front(":"))
+    return false;
+  value = text;
+  return !value.empty();
+}
+
+const char *kMaskArgs = "^bb0(%b: index, %h: index, %q: index, %kv: index):";
+const char *kScoreArgs =
+    "^bb0(%s: f32, %b: index, %h: index, %q: index, %kv: index):";
+
+} // namespace
+
+llvm::Expected<std::string> attn_run::variantSource(const VariantSpec &spec) {
+  if (spec.dtype != "f32" && spec.dtype != "f16" && spec.dtype != "bf16")
+    return llvm::createStringError("--dtype must be f32, f16 or bf16, not '" +
+                                   spec.dtype + "'");
+  int64_t dv = spec.valueDim ? spec.valueDim : spec.headDim;
+  std::string t = spec.dtype;
+  std::string qType = llvm::formatv("tensor<?x?x?x{0}x{1}>", spec.headDim, t);
+  std::string vType = llvm::formatv("tensor<?x?x?x{0}x{1}>", dv, t);
+  std::string lseType = "tensor<?x?x?xf32>";
+
+  std::string captures, maskBody, scoreBody;
+  llvm::StringRef param;
+  llvm::StringRef mask = spec.mask, scoreMod = spec.scoreMod;
+  if (mask == "none") {
+  } else if (splitParam(mask, "sliding-window", param)) {
+    int64_t window;
+    if (param.getAsInteger(10, window) || window <= 0)
+      return llvm::createStringError("--mask=sliding-window:W needs W > 0");
+    // Causal within a window of W keys: q - W < kv <= q.
+    maskBody = llvm::formatv(R"(
+        %w = arith.constant {0} : index
+        %causal = arith.cmpi uge, %q, %kv : index
+        %d = arith.subi %q, %kv : index
+        %near = arith.cmpi ult, %d, %w : index
+        %keep = arith.andi %causal, %near : i1
+        attn.yield %keep : i1)",
+                             window);
+  } else if (mask == "document") {
+    // Causal within documents; document ids of each position are captured.
+    captures += ", %doc: tensor<?xi32>";
+    maskBody = R"(
+        %dq = tensor.extract %doc[%q] : tensor<?xi32>
+        %dk = tensor.extract %doc[%kv] : tensor<?xi32>
+        %same = arith.cmpi eq, %dq, %dk : i32
+        %causal = arith.cmpi uge, %q, %kv : index
+        %keep = arith.andi %same, %causal : i1
+        attn.yield %keep : i1)";
+  } else if (splitParam(mask, "prefix", param)) {
+    int64_t prefix;
+    if (param.getAsInteger(10, prefix) || prefix < 0)
+      return llvm::createStringError("--mask=prefix:P needs P >= 0");
+    // Prefix LM: the first P keys are visible to all, the rest causally.
+    maskBody = llvm::formatv(R"(
+        %p = arith.constant {0} : index
+        %inPrefix = arith.cmpi ult, %kv, %p : index
+        %causal = arith.cmpi uge, %q, %kv : index
+        %keep = arith.ori %inPrefix, %causal : i1
+        attn.yield %keep : i1)",
+                             prefix);
+  } else {
+    return llvm::createStringError(
+        "--mask must be none, sliding-window:W, document or prefix:P, not '" +
+        spec.mask + "'");
+  }
+
+  if (scoreMod == "none") {
+  } else if (scoreMod == "alibi") {
+    // ALiBi: score + slope[h] * (kv - q), per-head slopes captured.
+    captures += ", %slopes: tensor<?xf32>";
+    scoreBody = R"(
+        %slope = tensor.extract %slopes[%h] : tensor<?xf32>
+        %qi = arith.index_cast %q : index to i64
+        %ki = arith.index_cast %kv : index to i64
+        %d = arith.subi %ki, %qi : i64
+        %df = arith.sitofp %d : i64 to f32
+        %bias = arith.mulf %slope, %df : f32
+        %r = arith.addf %s, %bias : f32
+        attn.yield %r : f32)";
+  } else if (splitParam(scoreMod, "softcap", param)) {
+    double cap;
+    if (param.getAsDouble(cap) || !(cap > 0))
+      return llvm::createStringError("--score-mod=softcap:C needs C > 0");
+    // Gemma 2's soft-capping: C * tanh(score / C).
+    scoreBody = llvm::formatv(R"(
+        %c = arith.constant {0:e} : f32
+        %x = arith.divf %s, %c : f32
+        %t = math.tanh %x : f32
+        %r = arith.mulf %t, %c : f32
+        attn.yield %r : f32)",
+                              cap);
+  } else if (scoreMod == "relative") {
+    // Relative position bias: score + (q - kv).
+    scoreBody = R"(
+        %qi = arith.index_cast %q : index to i64
+        %ki = arith.index_cast %kv : index to i64
+        %d = arith.subi %qi, %ki : i64
+        %df = arith.sitofp %d : i64 to f32
+        %r = arith.addf %s, %df : f32
+        attn.yield %r : f32)";
+  } else if (scoreMod == "checkerboard") {
+    // Checkerboard: halve scores where q - kv is odd, double where even.
+    scoreBody = R"(
+        %d = arith.subi %q, %kv : index
+        %c2 = arith.constant 2 : index
+        %r2 = arith.remui %d, %c2 : index
+        %c0 = arith.constant 0 : index
+        %even = arith.cmpi eq, %r2, %c0 : index
+        %two = arith.constant 2.0 : f32
+        %half = arith.constant 0.5 : f32
+        %f = arith.select %even, %two, %half : f32
+        %r = arith.mulf %s, %f : f32
+        attn.yield %r : f32)";
+  } else {
+    return llvm::createStringError(
+        "--score-mod must be none, alibi, softcap:C, relative or "
+        "checkerboard, not '" +
+        spec.scoreMod + "'");
+  }
+
+  std::string outs = "%out", outTypes = qType;
+  std::string args = llvm::formatv(
+      "%query: {0}, %key: {0}, %value: {1}, %out: {1}", qType, vType);
+  std::string results = vType;
+  outTypes = vType;
+  if (spec.logsumexp) {
+    args += ", %logsumexp: " + lseType;
+    outs += ", %logsumexp";
+    outTypes += ", " + lseType;
+    results += ", " + lseType;
+  }
+  args += captures;
+
+  std::string regions;
+  if (!scoreBody.empty())
+    regions += std::string("\n      score_mod {\n      ") + kScoreArgs +
+               scoreBody + "\n      }";
+  if (!maskBody.empty())
+    regions += std::string("\n      mask_mod {\n      ") + kMaskArgs +
+               maskBody + "\n      }";
+
+  bool twoResults = spec.logsumexp;
+  return llvm::formatv(R"(func.func @attention({0}) -> ({1}) {{
+  {2} = attn.attention ins(%query, %key, %value : {3}, {3}, {4})
+      outs({5} : {6}){7}{8}
+      -> {9}
+  return {10} : {9}
+}
+)",
+                       args, results, twoResults ? "%r:2" : "%r", qType, vType,
+                       outs, outTypes, spec.causal ? " {causal}" : "", regions,
+                       results, twoResults ? "%r#0, %r#1" : "%r")
+      .str();
+}
