@@ -267,6 +267,15 @@ ReferenceResult attn_run::referenceAttention(mlir::attn::AttentionOp op,
   bool causal = op.getCausal();
   double negInf = -std::numeric_limits<double>::infinity();
 
+  // Decode the inputs once; the loops below touch each element many times.
+  auto decode = [](const HostTensor &t) {
+    std::vector<double> values(t.numElements());
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      values[i] = t.get(i);
+    return values;
+  };
+  std::vector<double> qs = decode(q), ks = decode(k), vs = decode(v);
+
   ReferenceResult result;
   result.output.assign(batches * heads * rows * dv, 0.0);
   result.logsumexp.assign(batches * heads * rows, negInf);
@@ -287,8 +296,8 @@ ReferenceResult attn_run::referenceAttention(mlir::attn::AttentionOp op,
             continue;
           double dot = 0;
           for (int64_t c = 0; c < d; ++c)
-            dot += q.get(((b * heads + h) * rows + i) * d + c) *
-                   k.get(((b * kvHeads + hk) * n + j) * d + c);
+            dot += qs[((b * heads + h) * rows + i) * d + c] *
+                   ks[((b * kvHeads + hk) * n + j) * d + c];
           double s = scale * dot;
           if (op.hasScoreMod())
             s = interp.run(op.getScoreMod(),
@@ -308,7 +317,7 @@ ReferenceResult attn_run::referenceAttention(mlir::attn::AttentionOp op,
             continue;
           double p = std::exp(scores[j] - max) / sum;
           for (int64_t c = 0; c < dv; ++c)
-            out[c] += p * v.get(((b * kvHeads + hk) * n + j) * dv + c);
+            out[c] += p * vs[((b * kvHeads + hk) * n + j) * dv + c];
         }
         result.logsumexp[(b * heads + h) * rows + i] = max + std::log(sum);
       }
