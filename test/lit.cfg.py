@@ -34,7 +34,13 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # compiler that is not attn's own.
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["attn-opt", "attn-capi-test", "mlir-opt", "mlir-runner"], tool_dirs)
+    ["attn-opt", "attn-run", "attn-capi-test", "mlir-opt", "mlir-runner"], tool_dirs)
+
+# The size matrix of the CPU numerics tests (issue: B, (Hq, Hkv), M, N).
+config.substitutions.append(
+    ("%{sweep}",
+     "--batch=1,2 --heads=4:4,8:2,8:1 --q-len=1,17,64,130,257 "
+     "--kv-len=1,17,64,130,257"))
 
 # ptxas assembles generated PTX where the CUDA toolkit is installed; tests
 # that need it say `REQUIRES: ptxas` and show as UNSUPPORTED elsewhere.
