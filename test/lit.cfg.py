@@ -42,6 +42,12 @@ config.substitutions.append(
      "--batch=1,2 --heads=4:4,8:2,8:1 --q-len=1,17,64,130,257 "
      "--kv-len=1,17,64,130,257"))
 
+# Softmax row lengths: 1 to 2^20, powers of two and odd sizes around the
+# row tile (4096).
+config.substitutions.append(
+    ("%{rowlens}",
+     "1,2,3,7,16,100,1000,4095,4096,4097,10000,65536,262144,1048576"))
+
 # ptxas assembles generated PTX where the CUDA toolkit is installed; tests
 # that need it say `REQUIRES: ptxas` and show as UNSUPPORTED elsewhere.
 ptxas = shutil.which("ptxas") or (

@@ -32,22 +32,23 @@ LogicalResult mlir::attn::buildCpuPipeline(
                         options.until.getValue() +
                         "' (expected tile, decompose, bufferize, loops or "
                         "llvm)");
-  if (options.qTile <= 0 || options.kvTile <= 0)
-    return errorHandler("attn-lower-to-cpu: q-tile and kv-tile must be "
-                        "positive");
+  if (options.qTile <= 0 || options.kvTile <= 0 || options.rowTile <= 0)
+    return errorHandler("attn-lower-to-cpu: q-tile, kv-tile and row-tile "
+                        "must be positive");
 
   const std::string stages[] = {
       llvm::formatv("attn-tile-attention{{q-tile={0}},canonicalize",
                     options.qTile.getValue()),
       llvm::formatv("attn-decompose-attention{{kv-tile={0}},"
+                    "attn-decompose-softmax{{row-tile={1}},"
                     "attn-decompose-online-softmax,canonicalize,cse",
-                    options.kvTile.getValue()),
+                    options.kvTile.getValue(), options.rowTile.getValue()),
       // Loop-carried softmax statistics are updated out of place; allowing
       // fresh buffers to be yielded from loops keeps that legal.
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map "
-      "allow-return-allocs-from-loops},drop-equivalent-buffer-results,"
-      "canonicalize,buffer-deallocation-pipeline",
+      "allow-return-allocs-from-loops},canonicalize,"
+      "drop-equivalent-buffer-results,buffer-deallocation-pipeline",
       "convert-linalg-to-loops,scf-forall-to-for,expand-strided-metadata,"
       "lower-affine,canonicalize,cse",
       // tanh and friends go to libm; exp2 and fma to LLVM intrinsics.

@@ -1,9 +1,10 @@
 //===- DecomposeOnlineSoftmax.cpp - attn.online_softmax to linalg ---------===//
 //
-// Lowers one online-softmax step to three linalg.generic ops on tensors:
+// Lowers one online-softmax step to four linalg.generic ops on tensors:
 //   1. a row reduction: new_max = max(max, rowmax(scale * S));
 //   2. a row map: correction, the exp2 bias of each row, and the rescaled sum;
-//   3. an elementwise map fused with a row reduction: probs and new_sum.
+//   3. an elementwise map fused with a row reduction: probs and their sum;
+//   4. a row map: new_sum = sum * correction + the tile's sum.
 // Every exponential is exp2 with log2(e) folded into the scale, so an element
 // costs one fma and one exp2 (what FlashAttention and Triton do).
 //
@@ -113,15 +114,21 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
     Value correction = rowStats.getResult(0), bias = rowStats.getResult(1),
           scaledSum = rowStats.getResult(2);
 
-    // 3. probs = exp2(S * (scale * log2e) + bias), summed into the rescaled
-    //    running sum in the same pass over the tile.
+    // 3. probs = exp2(S * (scale * log2e) + bias) and their row sum, in the
+    //    same pass over the tile. The tile's sum starts from 0 and joins the
+    //    running sum afterwards: a blocked sum, whose rounding error grows
+    //    with the tile and the number of tiles, not with the whole row.
     Value emptyProbs =
         tensor::EmptyOp::create(rewriter, loc,
                                 tensor::getMixedSizes(rewriter, loc, scores),
                                 rewriter.getF32Type());
+    Value zeroRow = linalg::FillOp::create(rewriter, loc,
+                                           f32Constant(rewriter, loc, 0.0),
+                                           emptyRow())
+                        .getResult(0);
     auto probs = linalg::GenericOp::create(
         rewriter, loc, TypeRange{scoresType, rowType},
-        ValueRange{scores, bias}, ValueRange{emptyProbs, scaledSum},
+        ValueRange{scores, bias}, ValueRange{emptyProbs, zeroRow},
         ArrayRef<AffineMap>{elementMap, rowMap, elementMap, rowMap},
         rowReduction, [&](OpBuilder &b, Location l, ValueRange args) {
           Value c = f32Constant(b, l, scale * kLog2E);
@@ -130,9 +137,17 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
           Value s = arith::AddFOp::create(b, l, args[3], p);
           linalg::YieldOp::create(b, l, ValueRange{p, s});
         });
+    auto newSum = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{rowType},
+        ValueRange{scaledSum, probs.getResult(1)}, ValueRange{emptyRow()},
+        SmallVector<AffineMap>(3, rowIdentity), rowParallel,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(
+              b, l, arith::AddFOp::create(b, l, args[0], args[1]).getResult());
+        });
 
     rewriter.replaceOp(op, {probs.getResult(0), newMax.getResult(0),
-                            probs.getResult(1), correction});
+                            newSum.getResult(0), correction});
     return success();
   }
 };

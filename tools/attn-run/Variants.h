@@ -30,6 +30,9 @@ struct VariantSpec {
 /// MLIR text of the variant, or an error naming the bad flag.
 llvm::Expected<std::string> variantSource(const VariantSpec &spec);
 
+/// @softmax(%x: tensor<?x?xT>, %y: tensor<?x?xT>) with dynamic sizes.
+llvm::Expected<std::string> softmaxSource(const std::string &dtype);
+
 } // namespace attn_run
 
 #endif // ATTN_RUN_VARIANTS_H

@@ -40,6 +40,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <limits>
 #include <cmath>
 #include <optional>
 #include <random>
@@ -90,11 +91,25 @@ static cl::opt<std::string>
     scoreMod("score-mod", cl::init("none"),
              cl::desc("none, alibi, softcap:C, relative or checkerboard"),
              cl::cat(category));
+static cl::opt<std::string> opName("op", cl::init("attention"),
+                                   cl::desc("attention or softmax (without "
+                                            "an input file)"),
+                                   cl::cat(category));
+static cl::list<int64_t> softmaxRows("rows", cl::CommaSeparated,
+                                     cl::desc("softmax rows (default 4)"),
+                                     cl::cat(category));
+static cl::list<int64_t> rowLens("row-len", cl::CommaSeparated,
+                                 cl::desc("softmax row lengths (default "
+                                          "1000)"),
+                                 cl::cat(category));
 static cl::opt<bool> emitVariant("emit-variant",
                                  cl::desc("print the generated IR and stop"),
                                  cl::cat(category));
 static cl::opt<int64_t> qTile("q-tile", cl::init(64), cl::cat(category));
 static cl::opt<int64_t> kvTile("kv-tile", cl::init(64), cl::cat(category));
+static cl::opt<int64_t> rowTile("row-tile", cl::init(4096),
+                                cl::desc("softmax elements per step"),
+                                cl::cat(category));
 static cl::opt<unsigned> seed("seed", cl::init(1), cl::cat(category));
 static cl::opt<double> tolerance(
     "tolerance", cl::init(0.0),
@@ -150,6 +165,69 @@ struct Problem {
   int64_t b, hq, hkv, m, n, d, dv;
 };
 
+/// Compiles @func of `module` for the CPU; returns the JIT engine and the
+/// C-interface entry point to call with the function's buffers.
+std::pair<std::unique_ptr<ExecutionEngine>, std::string>
+compileForCpu(ModuleOp module, func::FuncOp func, double &compileMs) {
+  auto start = std::chrono::steady_clock::now();
+  OwningOpRef<ModuleOp> compiled = module.clone();
+  // Upstream drops results that are just the outs buffers only from private
+  // functions; then the C interface takes the buffers and returns nothing.
+  compiled->lookupSymbol<func::FuncOp>(func.getName()).setPrivate();
+  PassManager pm(module.getContext());
+  attn::CpuPipelineOptions options;
+  options.qTile = qTile;
+  options.kvTile = kvTile;
+  options.rowTile = rowTile;
+  if (failed(attn::buildCpuPipeline(pm, options, [](const llvm::Twine &msg) {
+        fail(msg);
+        return failure();
+      })))
+    fail("invalid pipeline options");
+  if (failed(pm.run(*compiled)))
+    fail("compilation failed (see the diagnostics above)");
+  std::string entry = ("_mlir_ciface_" + func.getName()).str();
+  auto llvmFunc = compiled->lookupSymbol<LLVM::LLVMFuncOp>(entry);
+  if (!llvmFunc)
+    fail("the compiled module has no C interface for @" + func.getName());
+  if (llvmFunc.getNumArguments() != func.getNumArguments())
+    fail("@" + func.getName() +
+         " must return only the results of its attn op (written in place "
+         "into its outs)");
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  ExecutionEngineOptions engineOptions;
+  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
+  engineOptions.transformer = transformer;
+  StringRef sharedLibs[] = {ATTN_C_RUNNER_UTILS};
+  engineOptions.sharedLibPaths = sharedLibs;
+  auto engine = ExecutionEngine::create(*compiled, engineOptions);
+  if (!engine)
+    fail("JIT compilation failed: " + llvm::toString(engine.takeError()));
+  compileMs = std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  return {std::move(*engine), entry};
+}
+
+/// Calls the compiled function on `buffers` (one per argument); returns ms.
+double invoke(ExecutionEngine &engine, const std::string &entry,
+              std::vector<std::unique_ptr<HostTensor>> &buffers) {
+  // The C interface takes a pointer to each memref descriptor.
+  std::vector<void *> descriptors, packed;
+  for (auto &buffer : buffers)
+    descriptors.push_back(buffer->descriptor());
+  for (void *&descriptor : descriptors)
+    packed.push_back(&descriptor);
+  auto start = std::chrono::steady_clock::now();
+  if (llvm::Error error = engine.invokePacked(entry, packed))
+    fail("running the kernel failed: " + llvm::toString(std::move(error)));
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 double relativeError(const HostTensor &out, const std::vector<double> &ref,
                      bool &allFinite) {
   double diff = 0, norm = 0;
@@ -162,6 +240,96 @@ double relativeError(const HostTensor &out, const std::vector<double> &ref,
     norm += ref[i] * ref[i];
   }
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+/// Checks an attn.softmax: rows of random values spread over [-30, 30], one
+/// in 16 entries -inf, and (with more than one row) a last row that is all
+/// -inf, against a float64 softmax.
+int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  auto input = dyn_cast<BlockArgument>(op.getInput());
+  auto output = dyn_cast<BlockArgument>(op.getOutput());
+  if (!func || !input || !output || func.getNumArguments() != 2 ||
+      input.getArgNumber() != 0 || output.getArgNumber() != 1)
+    fail("attn-run checks a softmax in a func.func whose arguments are its "
+         "input and its output, in that order");
+  auto inType = cast<RankedTensorType>(input.getType());
+  auto outType = cast<RankedTensorType>(output.getType());
+  if (inType.getRank() != 2)
+    fail("attn-run checks softmax on [rows, length] tensors");
+  std::vector<int64_t> rows =
+      sizesFor("rows", softmaxRows, inType.getDimSize(0), 4);
+  std::vector<int64_t> lengths =
+      sizesFor("row-len", rowLens, inType.getDimSize(1), 1000);
+
+  double compileMs;
+  auto [engine, entry] = compileForCpu(module, func, compileMs);
+  Type inElement = inType.getElementType(), outElement = outType.getElementType();
+  bool wide = inElement.isF32() && outElement.isF32();
+  double allowed = tolerance > 0 ? tolerance.getValue() : (wide ? 1e-5 : 2e-3);
+  std::string typeName;
+  llvm::raw_string_ostream(typeName) << inElement << "->" << outElement;
+  if (!json)
+    llvm::outs() << "attn-run: target=cpu softmax @" << func.getName()
+                 << " dtype=" << typeName
+                 << llvm::formatv(", compiled once in {0:f1} ms\n", compileMs);
+
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(-30.0, 30.0);
+  unsigned cases = 0, failures = 0;
+  double worst = 0;
+  for (int64_t m : rows)
+    for (int64_t n : lengths) {
+      std::vector<std::unique_ptr<HostTensor>> buffers;
+      buffers.push_back(
+          std::make_unique<HostTensor>(*kindOf(inElement), std::vector{m, n}));
+      buffers.push_back(
+          std::make_unique<HostTensor>(*kindOf(outElement), std::vector{m, n}));
+      HostTensor &x = *buffers[0], &y = *buffers[1];
+      double negInf = -std::numeric_limits<double>::infinity();
+      for (int64_t e = 0; e < x.numElements(); ++e) {
+        bool lastRowMasked = m > 1 && e / n == m - 1;
+        x.set(e, lastRowMasked || rng() % 16 == 0 ? negInf : uniform(rng));
+      }
+      y.poison();
+      double runMs = invoke(*engine, entry, buffers);
+
+      std::vector<double> ref(m * n, 0.0);
+      for (int64_t r = 0; r < m; ++r) {
+        double max = negInf, sum = 0;
+        for (int64_t c = 0; c < n; ++c)
+          max = std::max(max, x.get(r * n + c));
+        if (max == negInf)
+          continue; // all -inf: zeros
+        for (int64_t c = 0; c < n; ++c)
+          sum += std::exp(x.get(r * n + c) - max);
+        for (int64_t c = 0; c < n; ++c)
+          ref[r * n + c] = std::exp(x.get(r * n + c) - max) / sum;
+      }
+      bool finite;
+      double error = relativeError(y, ref, finite);
+      bool pass = finite && error <= allowed;
+      ++cases;
+      failures += !pass;
+      worst = std::max(worst, error);
+      if (json)
+        llvm::outs() << llvm::formatv(
+            "{{\"target\": \"cpu\", \"op\": \"softmax\", \"rows\": {0}, "
+            "\"length\": {1}, \"dtype\": \"{2}\", \"error\": {3:e}, "
+            "\"tolerance\": {4:e}, \"run_ms\": {5:f3}, \"pass\": {6}}\n",
+            m, n, typeName, error, allowed, runMs, pass ? "true" : "false");
+      else
+        llvm::outs() << llvm::formatv(
+            "  rows={0} length={1}: run {2:f3} ms, error {3:e}{4}: {5}\n", m,
+            n, runMs, error, finite ? "" : ", non-finite or unwritten outputs",
+            pass ? "PASS" : "FAIL");
+    }
+  if (!json)
+    llvm::outs() << llvm::formatv(
+        "attn-run: {0} of {1} cases pass (worst error {2:e}, tolerance "
+        "{3:e})\n",
+        cases - failures, cases, worst, allowed);
+  return failures ? 1 : 0;
 }
 
 } // namespace
@@ -190,7 +358,11 @@ int main(int argc, char **argv) {
     spec.logsumexp = logsumexp;
     spec.mask = mask;
     spec.scoreMod = scoreMod;
-    llvm::Expected<std::string> text = variantSource(spec);
+    if (opName != "attention" && opName != "softmax")
+      fail("--op must be attention or softmax, not '" + opName + "'");
+    llvm::Expected<std::string> text = opName == "softmax"
+                                           ? softmaxSource(dtype)
+                                           : variantSource(spec);
     if (!text)
       fail(llvm::toString(text.takeError()));
     source = *text;
@@ -225,6 +397,17 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     fail("the input does not parse or verify (see above)");
+
+  // A softmax to check?
+  attn::SoftmaxOp softmax;
+  module->walk([&](attn::SoftmaxOp found) {
+    if (!softmax)
+      softmax = found;
+  });
+  bool hasAttention = false;
+  module->walk([&](attn::AttentionOp) { hasAttention = true; });
+  if (softmax && !hasAttention)
+    return runSoftmax(*module, softmax);
 
   // The function to run: the first with an attn.attention.
   func::FuncOp func;
@@ -314,44 +497,8 @@ int main(int argc, char **argv) {
   }
 
   // Compile once.
-  auto compileStart = std::chrono::steady_clock::now();
-  OwningOpRef<ModuleOp> compiled = module->clone();
-  // Upstream drops results that are just the outs buffers only from private
-  // functions; then the C interface takes the buffers and returns nothing.
-  compiled->lookupSymbol<func::FuncOp>(func.getName()).setPrivate();
-  PassManager pm(&context);
-  attn::CpuPipelineOptions options;
-  options.qTile = qTile;
-  options.kvTile = kvTile;
-  if (failed(attn::buildCpuPipeline(pm, options, [](const llvm::Twine &msg) {
-        llvm::errs() << "attn-run: error: " << msg << "\n";
-        return failure();
-      })))
-    return 2;
-  if (failed(pm.run(*compiled)))
-    fail("compilation failed (see the diagnostics above)");
-  std::string entry = ("_mlir_ciface_" + func.getName()).str();
-  auto llvmFunc = compiled->lookupSymbol<LLVM::LLVMFuncOp>(entry);
-  if (!llvmFunc)
-    fail("the compiled module has no C interface for @" + func.getName());
-  if (llvmFunc.getNumArguments() != func.getNumArguments())
-    fail("@" + func.getName() +
-         " must return only the attn.attention results (written in place "
-         "into its outs)");
-
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  ExecutionEngineOptions engineOptions;
-  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
-  engineOptions.transformer = transformer;
-  StringRef sharedLibs[] = {ATTN_C_RUNNER_UTILS};
-  engineOptions.sharedLibPaths = sharedLibs;
-  auto engine = ExecutionEngine::create(*compiled, engineOptions);
-  if (!engine)
-    fail("JIT compilation failed: " + llvm::toString(engine.takeError()));
-  double compileMs = std::chrono::duration<double, std::milli>(
-                         std::chrono::steady_clock::now() - compileStart)
-                         .count();
+  double compileMs;
+  auto [engine, entry] = compileForCpu(*module, func, compileMs);
 
   Type elementType = op.getQueryType().getElementType();
   std::string typeName;
@@ -423,19 +570,7 @@ int main(int argc, char **argv) {
             buffers.push_back(std::move(buffer));
           }
 
-          // The C interface takes a pointer to each memref descriptor.
-          std::vector<void *> descriptors, packed;
-          for (auto &buffer : buffers)
-            descriptors.push_back(buffer->descriptor());
-          for (void *&descriptor : descriptors)
-            packed.push_back(&descriptor);
-          auto runStart = std::chrono::steady_clock::now();
-          if (llvm::Error error = (*engine)->invokePacked(entry, packed))
-            fail("running the kernel failed: " +
-                 llvm::toString(std::move(error)));
-          double runMs = std::chrono::duration<double, std::milli>(
-                             std::chrono::steady_clock::now() - runStart)
-                             .count();
+          double runMs = invoke(*engine, entry, buffers);
 
           RegionInterpreter interpreter(captures);
           ReferenceResult ref = referenceAttention(

@@ -23,6 +23,9 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
   Option<int64_t> kvTile{*this, "kv-tile",
                          llvm::cl::desc("keys per kv-loop step"),
                          llvm::cl::init(64)};
+  Option<int64_t> rowTile{*this, "row-tile",
+                          llvm::cl::desc("softmax elements per step"),
+                          llvm::cl::init(4096)};
   Option<std::string> until{
       *this, "until",
       llvm::cl::desc("stop after this stage: tile, decompose, bufferize, "

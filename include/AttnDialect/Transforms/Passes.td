@@ -94,4 +94,31 @@ def DecomposeAttention : Pass<"attn-decompose-attention"> {
   ];
 }
 
+def DecomposeSoftmax : Pass<"attn-decompose-softmax"> {
+  let summary = "attn.softmax to attn.online_softmax steps";
+  let description = [{
+    Lowers `attn.softmax` by the row length N:
+    - N static and at most `row-tile`: one `attn.online_softmax` over the
+      whole row (started from max -inf, sum 0), then probs / sum: the row
+      is read once.
+    - otherwise (long or dynamic rows): the two-loop online form. The first
+      loop folds chunks of `row-tile` elements into the running (max, sum)
+      with `attn.online_softmax`; the second writes
+      exp2((x - max) * log2(e)) / sum chunk by chunk.
+    Rows that are all -inf (sum 0) give 0, not NaN. Inputs of f16/bf16 are
+    widened to f32; the result is rounded to the output type.
+  }];
+  let options = [
+    Option<"rowTile", "row-tile", "int64_t", /*default=*/"4096",
+           "elements of a row handled at once">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // ATTN_TRANSFORMS_PASSES_TD
