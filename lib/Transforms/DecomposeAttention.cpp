@@ -438,7 +438,7 @@ struct DecomposeAttentionPass
     if (kvTile <= 0) {
       getOperation()->emitError()
           << "attn-decompose-attention: kv-tile must be positive, got "
-          << kvTile;
+          << static_cast<int64_t>(kvTile);
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());

@@ -212,7 +212,7 @@ struct DecomposeSoftmaxPass
     if (rowTile <= 0) {
       getOperation()->emitError()
           << "attn-decompose-softmax: row-tile must be positive, got "
-          << rowTile;
+          << static_cast<int64_t>(rowTile);
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());

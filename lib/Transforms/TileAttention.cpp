@@ -31,7 +31,8 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
   void runOnOperation() override {
     if (qTile <= 0) {
       getOperation()->emitError()
-          << "attn-tile-attention: q-tile must be positive, got " << qTile;
+          << "attn-tile-attention: q-tile must be positive, got "
+          << static_cast<int64_t>(qTile);
       return signalPassFailure();
     }
     MLIRContext *ctx = &getContext();
@@ -59,7 +60,8 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
       FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
           rewriter, cast<TilingInterface>(op.getOperation()), options);
       if (failed(tiled)) {
-        op.emitOpError() << "could not be tiled into (1, 1, " << qTile
+        op.emitOpError() << "could not be tiled into (1, 1, "
+                         << static_cast<int64_t>(qTile)
                          << ") tiles";
         return signalPassFailure();
       }
