@@ -118,6 +118,12 @@ float attn_run::bf16ToFloat(uint16_t bits) {
   return f;
 }
 
+double attn_run::roundTo(ElementKind kind, double value) {
+  HostTensor scalar(kind, {1});
+  scalar.set(0, value);
+  return scalar.get(0);
+}
+
 HostTensor::HostTensor(ElementKind kind, std::vector<int64_t> shape)
     : kind_(kind), shape_(std::move(shape)), numElements_(1) {
   for (int64_t dim : shape_)

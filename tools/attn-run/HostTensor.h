@@ -29,6 +29,9 @@ float halfToFloat(uint16_t bits);
 uint16_t floatToBF16(float value);
 float bf16ToFloat(uint16_t bits);
 
+/// `value` rounded to the element type, as a double.
+double roundTo(ElementKind kind, double value);
+
 /// The layout of a ranked memref descriptor with `Rank` dims.
 template <int Rank> struct MemRefDescriptor {
   void *allocated;
