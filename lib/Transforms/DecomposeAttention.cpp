@@ -11,6 +11,7 @@
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -206,9 +207,15 @@ Value FlashBuilder::scores(Value q, Value k, Value kvStart,
 SmallVector<Value> FlashBuilder::step(Value kv0, ValueRange carried,
                                       const Position &pos, bool applyCausal) {
   Value acc = carried[0], max = carried[1], sum = carried[2];
-  Value len = arith::MinSIOp::create(
-      b, loc, index(kvTile),
-      arith::SubIOp::create(b, loc, dim(op.getKey(), 2), kv0));
+  // min(kv-tile, N - kv0) as an affine.min, so that its bound (kv-tile) is
+  // visible to ValueBoundsOpInterface (GPU threads size storage by it).
+  AffineExpr s0, s1;
+  bindSymbols(b.getContext(), s0, s1);
+  Value len = affine::AffineMinOp::create(
+      b, loc,
+      AffineMap::get(0, 2, {b.getAffineConstantExpr(kvTile), s0 - s1},
+                     b.getContext()),
+      ValueRange{dim(op.getKey(), 2), kv0});
   Value k = rowsOf(op.getKey(), pos.localB, pos.kvHead, kv0, len,
                    op.getHeadDim());
   Value v = rowsOf(op.getValue(), pos.localB, pos.kvHead, kv0, len,

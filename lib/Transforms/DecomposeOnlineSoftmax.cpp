@@ -64,10 +64,29 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
     SmallVector<utils::IteratorType> rowParallel(rank - 1,
                                                  utils::IteratorType::parallel);
 
-    // 1. new_max = max(max, rowmax(scale * S)); the running max seeds the
-    //    reduction, so no separate combine is needed.
-    auto newMax = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{rowType}, ValueRange{scores}, ValueRange{max},
+    SmallVector<OpFoldResult> rowSizes =
+        tensor::getMixedSizes(rewriter, loc, max);
+    auto emptyRow = [&] {
+      return tensor::EmptyOp::create(rewriter, loc, rowSizes,
+                                     rewriter.getF32Type())
+          .getResult();
+    };
+    auto filledRow = [&](double value) {
+      return linalg::FillOp::create(rewriter, loc,
+                                    f32Constant(rewriter, loc, value),
+                                    emptyRow())
+          .getResult(0);
+    };
+    AffineMap rowIdentity = rewriter.getMultiDimIdentityMap(rank - 1);
+
+    // The new max and sum are written over the old ones (after their last
+    // read), so that a loop carrying them updates its buffers in place:
+    // nothing is allocated per step, which a GPU thread could not do.
+
+    // 1. The tile's row max of scale * S.
+    auto tileMax = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{rowType}, ValueRange{scores},
+        ValueRange{filledRow(-std::numeric_limits<double>::infinity())},
         ArrayRef<AffineMap>{elementMap, rowMap}, rowReduction,
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value scaled =
@@ -76,23 +95,17 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
           linalg::YieldOp::create(b, l, m);
         });
 
-    // 2. Per row: correction = exp2((max - new_max) * log2e), 1 when new_max
-    //    is -inf; bias = -new_max * log2e (0 when -inf); sum * correction.
-    SmallVector<OpFoldResult> rowSizes =
-        tensor::getMixedSizes(rewriter, loc, max);
-    auto emptyRow = [&] {
-      return tensor::EmptyOp::create(rewriter, loc, rowSizes,
-                                     rewriter.getF32Type())
-          .getResult();
-    };
-    AffineMap rowIdentity = rewriter.getMultiDimIdentityMap(rank - 1);
+    // 2. Per row: new_max = max(max, tile max), into the old max;
+    //    correction = exp2((max - new_max) * log2e), 1 when new_max is -inf;
+    //    bias = -new_max * log2e (0 when -inf); sum * correction.
     auto rowStats = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{rowType, rowType, rowType},
-        ValueRange{max, newMax.getResult(0), sum},
-        ValueRange{emptyRow(), emptyRow(), emptyRow()},
-        SmallVector<AffineMap>(6, rowIdentity), rowParallel,
+        rewriter, loc, TypeRange{rowType, rowType, rowType, rowType},
+        ValueRange{max, tileMax.getResult(0), sum},
+        ValueRange{max, emptyRow(), emptyRow(), emptyRow()},
+        SmallVector<AffineMap>(7, rowIdentity), rowParallel,
         [&](OpBuilder &b, Location l, ValueRange args) {
-          Value oldMax = args[0], nextMax = args[1], oldSum = args[2];
+          Value oldMax = args[0], oldSum = args[2];
+          Value nextMax = arith::MaximumFOp::create(b, l, oldMax, args[1]);
           Value log2e = f32Constant(b, l, kLog2E);
           // A row whose max is -inf has only -inf scores so far; subtracting
           // -inf from them would give NaN, so such rows use 0 as their max.
@@ -108,11 +121,12 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
           Value bias = arith::NegFOp::create(
               b, l, arith::MulFOp::create(b, l, safeMax, log2e));
           Value scaledSum = arith::MulFOp::create(b, l, oldSum, correction);
-          linalg::YieldOp::create(b, l,
-                                  ValueRange{correction, bias, scaledSum});
+          linalg::YieldOp::create(
+              b, l, ValueRange{nextMax, correction, bias, scaledSum});
         });
-    Value correction = rowStats.getResult(0), bias = rowStats.getResult(1),
-          scaledSum = rowStats.getResult(2);
+    Value newMax = rowStats.getResult(0);
+    Value correction = rowStats.getResult(1), bias = rowStats.getResult(2),
+          scaledSum = rowStats.getResult(3);
 
     // 3. probs = exp2(S * (scale * log2e) + bias) and their row sum, in the
     //    same pass over the tile. The tile's sum starts from 0 and joins the
@@ -122,10 +136,7 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
         tensor::EmptyOp::create(rewriter, loc,
                                 tensor::getMixedSizes(rewriter, loc, scores),
                                 rewriter.getF32Type());
-    Value zeroRow = linalg::FillOp::create(rewriter, loc,
-                                           f32Constant(rewriter, loc, 0.0),
-                                           emptyRow())
-                        .getResult(0);
+    Value zeroRow = filledRow(0.0);
     auto probs = linalg::GenericOp::create(
         rewriter, loc, TypeRange{scoresType, rowType},
         ValueRange{scores, bias}, ValueRange{emptyProbs, zeroRow},
@@ -139,15 +150,15 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
         });
     auto newSum = linalg::GenericOp::create(
         rewriter, loc, TypeRange{rowType},
-        ValueRange{scaledSum, probs.getResult(1)}, ValueRange{emptyRow()},
+        ValueRange{scaledSum, probs.getResult(1)}, ValueRange{sum},
         SmallVector<AffineMap>(3, rowIdentity), rowParallel,
         [&](OpBuilder &b, Location l, ValueRange args) {
           linalg::YieldOp::create(
               b, l, arith::AddFOp::create(b, l, args[0], args[1]).getResult());
         });
 
-    rewriter.replaceOp(op, {probs.getResult(0), newMax.getResult(0),
-                            newSum.getResult(0), correction});
+    rewriter.replaceOp(op, {probs.getResult(0), newMax, newSum.getResult(0),
+                            correction});
     return success();
   }
 };

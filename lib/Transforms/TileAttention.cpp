@@ -29,10 +29,12 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
   using TileAttentionBase::TileAttentionBase;
 
   void runOnOperation() override {
-    if (qTile <= 0) {
+    if (qTile <= 0 || threadRows < 0 || threadRows > qTile) {
       getOperation()->emitError()
-          << "attn-tile-attention: q-tile must be positive, got "
-          << static_cast<int64_t>(qTile);
+          << "attn-tile-attention: need q-tile > 0 and 0 <= thread-rows <= "
+             "q-tile, got q-tile="
+          << static_cast<int64_t>(qTile)
+          << " thread-rows=" << static_cast<int64_t>(threadRows);
       return signalPassFailure();
     }
     MLIRContext *ctx = &getContext();
@@ -66,6 +68,26 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
         return signalPassFailure();
       }
       rewriter.replaceOp(op, tiled->replacements);
+      if (threadRows == 0)
+        continue;
+
+      // One thread per `threadRows` rows of the tile.
+      auto tile = cast<TilingInterface>(tiled->tiledOps.back());
+      scf::SCFTilingOptions threadOptions;
+      threadOptions.setTileSizes({b.getIndexAttr(0), b.getIndexAttr(0),
+                                  b.getIndexAttr(threadRows),
+                                  b.getIndexAttr(0)});
+      threadOptions.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+      threadOptions.setMapping(
+          {gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)});
+      rewriter.setInsertionPoint(tile);
+      FailureOr<scf::SCFTilingResult> perThread =
+          scf::tileUsingSCF(rewriter, tile, threadOptions);
+      if (failed(perThread)) {
+        tile->emitOpError() << "could not be split into rows per thread";
+        return signalPassFailure();
+      }
+      rewriter.replaceOp(tile, perThread->replacements);
     }
   }
 };

@@ -39,13 +39,19 @@ def TileAttention : Pass<"attn-tile-attention"> {
     `scf.forall` over (batch, query head, q-tile): each iteration is an
     `attn.attention` on one q-tile of one head, with `offsets` recording
     where the tile sits. With `gpu-mapping`, the loop is marked
-    `#gpu.block<x/y/z>` (q-tiles on x) for the GPU mapping pass.
+    `#gpu.block<z/y/x>` (q-tiles on x) for `attn-map-forall-to-gpu`.
+
+    With `thread-rows=R`, each tile is tiled once more into a nested
+    `scf.forall` over groups of R query rows marked `#gpu.thread<x>`: one
+    GPU thread per R rows of the q-tile.
   }];
   let options = [
     Option<"qTile", "q-tile", "int64_t", /*default=*/"64",
            "query rows per tile">,
     Option<"gpuMapping", "gpu-mapping", "bool", /*default=*/"false",
-           "mark the forall with #gpu.block mapping attributes">
+           "mark the forall with #gpu.block mapping attributes">,
+    Option<"threadRows", "thread-rows", "int64_t", /*default=*/"0",
+           "query rows per thread in a nested #gpu.thread forall (0: none)">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
@@ -86,6 +92,7 @@ def DecomposeAttention : Pass<"attn-decompose-attention"> {
            "keys per step of the kv loop">
   ];
   let dependentDialects = [
+    "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
@@ -119,6 +126,57 @@ def DecomposeSoftmax : Pass<"attn-decompose-softmax"> {
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
   ];
+}
+
+def BoundTemporaries : Pass<"attn-bound-temporaries"> {
+  let summary = "give a GPU thread's dynamic temporaries static upper bounds";
+  let description = [{
+    Inside an `scf.forall` mapped to GPU threads, rewrites each
+    `tensor.empty` with dynamic sizes into a `tensor.empty` of their constant
+    upper bounds (found with `ValueBoundsOpInterface`, e.g. from the
+    `affine.min` that clips the last tile) and an `extract_slice` of the
+    used part. After bufferization every temporary of a thread then has a
+    static size, so upstream `promote-buffers-to-stack` can place it in
+    registers or local memory: there is no heap in a kernel. A temporary with
+    no upper bound is an error naming it.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+def MapForallToGpu : Pass<"attn-map-forall-to-gpu"> {
+  let summary = "scf.forall loops marked #gpu.block / #gpu.thread to gpu.launch";
+  let description = [{
+    On buffers: each `scf.forall` marked with `#gpu.block` mapping becomes a
+    `gpu.launch` whose grid is the loop's trip counts (computed on the host,
+    so they may be dynamic: one kernel for every problem size), and each
+    `scf.forall` marked `#gpu.thread<x>` inside it becomes a guarded
+    `if (thread_id.x < trip count)`. The block size is the constant upper
+    bound of the thread loops' trip counts (via `ValueBoundsOpInterface`),
+    so tiles clipped at the edge of the problem run with idle threads.
+    Unlike upstream's `transform.gpu.map_nested_forall_to_threads`, thread
+    loops need not have static trip counts.
+  }];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def ApproxMathToNVVM : Pass<"attn-approx-math-to-nvvm"> {
+  let summary = "f32 exp2 / log2 / tanh to the GPU's approximate instructions";
+  let description = [{
+    Rewrites f32 `math.exp2` to `llvm.nvvm.ex2.approx.ftz` and `math.log2`
+    to `llvm.nvvm.lg2.approx.ftz` (as `llvm.call_intrinsic`), and
+    `math.tanh` to PTX `tanh.approx.f32` (sm_75+, Gemma 2's soft-capping),
+    as FlashAttention does. `math.exp` and `math.log` become exp2(x *
+    log2(e)) and log2(x) * ln(2) first. Run it on `gpu.module`s before
+    `convert-gpu-to-nvvm`, which would otherwise call CUDA's libdevice:
+    producing PTX then needs no CUDA toolkit.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
 }
 
 #endif // ATTN_TRANSFORMS_PASSES_TD

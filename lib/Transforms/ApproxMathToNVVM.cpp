@@ -1,0 +1,90 @@
+//===- ApproxMathToNVVM.cpp - fast f32 transcendentals on NVIDIA GPUs -----===//
+
+#include "AttnDialect/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_APPROXMATHTONVVM
+#include "AttnDialect/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+constexpr double kLog2E = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+
+Value callIntrinsic(PatternRewriter &b, Location loc, StringRef name,
+                    Value x) {
+  return LLVM::CallIntrinsicOp::create(b, loc, x.getType(),
+                                       b.getStringAttr(name), ValueRange{x})
+      .getResult(0);
+}
+
+Value exp2Approx(PatternRewriter &b, Location loc, Value x) {
+  return callIntrinsic(b, loc, "llvm.nvvm.ex2.approx.ftz.f32", x);
+}
+
+Value log2Approx(PatternRewriter &b, Location loc, Value x) {
+  return callIntrinsic(b, loc, "llvm.nvvm.lg2.approx.ftz.f", x);
+}
+
+Value scaled(PatternRewriter &b, Location loc, Value x, double factor) {
+  return arith::MulFOp::create(
+      b, loc, x, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(factor)));
+}
+
+/// Rewrites one f32 unary math op with `build`.
+template <typename MathOp>
+struct ApproxF32 : OpRewritePattern<MathOp> {
+  using Builder = Value (*)(PatternRewriter &, Location, Value);
+  ApproxF32(MLIRContext *ctx, Builder build)
+      : OpRewritePattern<MathOp>(ctx), build(build) {}
+
+  LogicalResult matchAndRewrite(MathOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getType().isF32())
+      return rewriter.notifyMatchFailure(op, "only f32 has approximations");
+    rewriter.replaceOp(op, build(rewriter, op.getLoc(), op.getOperand()));
+    return success();
+  }
+
+  Builder build;
+};
+
+struct ApproxMathToNVVMPass
+    : attn::impl::ApproxMathToNVVMBase<ApproxMathToNVVMPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    patterns.add<ApproxF32<math::Exp2Op>>(ctx, exp2Approx);
+    patterns.add<ApproxF32<math::Log2Op>>(ctx, log2Approx);
+    patterns.add<ApproxF32<math::ExpOp>>(
+        ctx, [](PatternRewriter &b, Location loc, Value x) {
+          return exp2Approx(b, loc, scaled(b, loc, x, kLog2E));
+        });
+    patterns.add<ApproxF32<math::LogOp>>(
+        ctx, [](PatternRewriter &b, Location loc, Value x) {
+          return scaled(b, loc, log2Approx(b, loc, x), kLn2);
+        });
+    patterns.add<ApproxF32<math::TanhOp>>(
+        ctx, [](PatternRewriter &b, Location loc, Value x) {
+          return NVVM::InlinePtxOp::create(b, loc, TypeRange{x.getType()},
+                                           ValueRange{x}, ValueRange{},
+                                           "tanh.approx.f32 $0, $1;",
+                                           /*predicate=*/Value())
+              .getResult(0);
+        });
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
+  }
+};
+
+} // namespace

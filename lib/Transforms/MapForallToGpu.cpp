@@ -1,0 +1,174 @@
+//===- MapForallToGpu.cpp - mapped scf.forall to gpu.launch ---------------===//
+
+#include "AttnDialect/Transforms/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_MAPFORALLTOGPU
+#include "AttnDialect/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+template <typename MappingAttr>
+bool isMappedTo(scf::ForallOp forall) {
+  std::optional<ArrayAttr> mapping = forall.getMapping();
+  return mapping && !mapping->empty() &&
+         llvm::all_of(*mapping,
+                      [](Attribute attr) { return isa<MappingAttr>(attr); });
+}
+
+/// (ub - lb) ceildiv step, folded where possible.
+OpFoldResult tripCount(OpBuilder &b, Location loc, OpFoldResult lb,
+                       OpFoldResult ub, OpFoldResult step) {
+  AffineExpr l, u, s;
+  bindSymbols(b.getContext(), l, u, s);
+  return affine::makeComposedFoldedAffineApply(b, loc, (u - l).ceilDiv(s),
+                                               {lb, ub, step});
+}
+
+/// lb + id * step.
+Value inductionValue(OpBuilder &b, Location loc, OpFoldResult lb, Value id,
+                     OpFoldResult step) {
+  AffineExpr l, i, s;
+  bindSymbols(b.getContext(), l, i, s);
+  return getValueOrCreateConstantIndexOp(
+      b, loc,
+      affine::makeComposedFoldedAffineApply(b, loc, l + i * s, {lb, id, step}));
+}
+
+/// Moves the body of `forall` (without its terminator) to before `point`,
+/// with its induction variables replaced by `ivs`.
+void inlineBody(RewriterBase &rewriter, scf::ForallOp forall,
+                ArrayRef<Value> ivs, Operation *point) {
+  Block *body = forall.getBody();
+  rewriter.eraseOp(body->getTerminator());
+  rewriter.inlineBlockBefore(body, point, ivs);
+}
+
+struct MapForallToGpuPass
+    : attn::impl::MapForallToGpuBase<MapForallToGpuPass> {
+  void runOnOperation() override {
+    SmallVector<scf::ForallOp> grids;
+    getOperation()->walk([&](scf::ForallOp forall) {
+      if (isMappedTo<gpu::GPUBlockMappingAttr>(forall) &&
+          !forall->getParentOfType<gpu::LaunchOp>())
+        grids.push_back(forall);
+    });
+    IRRewriter rewriter(&getContext());
+    for (scf::ForallOp grid : grids)
+      if (failed(mapGrid(rewriter, grid)))
+        return signalPassFailure();
+  }
+
+  LogicalResult mapGrid(RewriterBase &rewriter, scf::ForallOp grid) {
+    Location loc = grid.getLoc();
+    if (grid.getNumResults() != 0)
+      return grid.emitOpError()
+             << "must be bufferized before it is mapped to a GPU grid";
+
+    // Block size: the largest trip count any thread loop can have.
+    SmallVector<scf::ForallOp> threadLoops;
+    grid.getBody()->walk([&](scf::ForallOp forall) {
+      if (isMappedTo<gpu::GPUThreadMappingAttr>(forall))
+        threadLoops.push_back(forall);
+    });
+    int64_t threads = 1;
+    rewriter.setInsertionPoint(grid);
+    for (scf::ForallOp loop : threadLoops) {
+      if (loop.getRank() != 1 ||
+          cast<gpu::GPUThreadMappingAttr>((*loop.getMapping())[0])
+                  .getMappingId() != static_cast<int64_t>(gpu::MappingId::DimX))
+        return loop.emitOpError()
+               << "only one-dimensional #gpu.thread<x> loops are mapped";
+      FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
+          presburger::BoundType::UB,
+          ValueBoundsConstraintSet::Variable(
+              AffineMap::get(0, 3,
+                             (getAffineSymbolExpr(1, loop.getContext()) -
+                              getAffineSymbolExpr(0, loop.getContext()))
+                                 .ceilDiv(getAffineSymbolExpr(
+                                     2, loop.getContext()))),
+              ArrayRef<ValueBoundsConstraintSet::Variable>{
+                  loop.getMixedLowerBound()[0], loop.getMixedUpperBound()[0],
+                  loop.getMixedStep()[0]}),
+          /*stopCondition=*/nullptr, /*closedUB=*/true);
+      if (failed(bound))
+        return loop.emitOpError()
+               << "has a trip count with no constant upper bound; it cannot "
+                  "size a GPU thread block";
+      threads = std::max(threads, *bound);
+    }
+    if (threads > 1024)
+      return grid.emitOpError() << "needs " << threads
+                                << " threads per block; the limit is 1024";
+
+    // Grid: one block per iteration, loops on the dims their mapping names.
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value gridSize[3] = {one, one, one};
+    SmallVector<unsigned> dimOf;
+    for (auto [i, attr] : llvm::enumerate(*grid.getMapping())) {
+      auto id = static_cast<unsigned>(
+          cast<gpu::GPUBlockMappingAttr>(attr).getMappingId());
+      if (id > 2)
+        return grid.emitOpError() << "maps a loop past gpu block dim z";
+      dimOf.push_back(id);
+      gridSize[id] = getValueOrCreateConstantIndexOp(
+          rewriter, loc,
+          tripCount(rewriter, loc, grid.getMixedLowerBound()[i],
+                    grid.getMixedUpperBound()[i], grid.getMixedStep()[i]));
+    }
+    Value blockSize = arith::ConstantIndexOp::create(rewriter, loc, threads);
+    auto launch = gpu::LaunchOp::create(rewriter, loc, gridSize[0],
+                                        gridSize[1], gridSize[2], blockSize,
+                                        one, one);
+    rewriter.setInsertionPointToStart(&launch.getBody().front());
+    gpu::KernelDim3 blockIds = launch.getBlockIds();
+    Value blockId[3] = {blockIds.x, blockIds.y, blockIds.z};
+    SmallVector<Value> ivs;
+    for (auto [i, dim] : llvm::enumerate(dimOf))
+      ivs.push_back(inductionValue(rewriter, loc, grid.getMixedLowerBound()[i],
+                                   blockId[dim], grid.getMixedStep()[i]));
+    auto terminator =
+        gpu::TerminatorOp::create(rewriter, loc);
+    inlineBody(rewriter, grid, ivs, terminator);
+    rewriter.eraseOp(grid);
+
+    // Thread loops: guarded by the thread id.
+    Value threadId = launch.getThreadIds().x;
+    for (scf::ForallOp loop : threadLoops) {
+      if (loop.getNumResults() != 0)
+        return loop.emitOpError()
+               << "must be bufferized before it is mapped to GPU threads";
+      rewriter.setInsertionPoint(loop);
+      Value trips = getValueOrCreateConstantIndexOp(
+          rewriter, loop.getLoc(),
+          tripCount(rewriter, loop.getLoc(), loop.getMixedLowerBound()[0],
+                    loop.getMixedUpperBound()[0], loop.getMixedStep()[0]));
+      Value active = arith::CmpIOp::create(
+          rewriter, loop.getLoc(), arith::CmpIPredicate::ult, threadId, trips);
+      auto guard = scf::IfOp::create(rewriter, loop.getLoc(), active,
+                                     /*withElseRegion=*/false);
+      rewriter.setInsertionPointToStart(guard.thenBlock());
+      Value iv = inductionValue(rewriter, loop.getLoc(),
+                                loop.getMixedLowerBound()[0], threadId,
+                                loop.getMixedStep()[0]);
+      inlineBody(rewriter, loop, {iv}, guard.thenBlock()->getTerminator());
+      rewriter.eraseOp(loop);
+    }
+    return success();
+  }
+};
+
+} // namespace
