@@ -76,4 +76,19 @@ void mlir::attn::registerAttnPipelines() {
       [](function_ref<void(const detail::PassOptions &)> optionHandler) {
         optionHandler(CpuPipelineOptions());
       });
+  registerPassPipeline(
+      "attn-lower-to-nvvm",
+      "Lower attn.attention to a gpu.binary (PTX or cubin) for an NVIDIA "
+      "GPU: chip=sm_80|sm_90 (stop early with "
+      "until=tile|decompose|bufferize|gpu|nvvm)",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        NvvmPipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        return buildNvvmPipeline(pm, options, errorHandler);
+      },
+      [](function_ref<void(const detail::PassOptions &)> optionHandler) {
+        optionHandler(NvvmPipelineOptions());
+      });
 }

@@ -53,7 +53,12 @@ struct ApproxF32 : OpRewritePattern<MathOp> {
                                 PatternRewriter &rewriter) const override {
     if (!op.getType().isF32())
       return rewriter.notifyMatchFailure(op, "only f32 has approximations");
-    rewriter.replaceOp(op, build(rewriter, op.getLoc(), op.getOperand()));
+    if constexpr (std::is_same_v<MathOp, math::FmaOp>) {
+      rewriter.replaceOpWithNewOp<LLVM::FMAOp>(op, op.getA(), op.getB(),
+                                               op.getC());
+    } else {
+      rewriter.replaceOp(op, build(rewriter, op.getLoc(), op.getOperand()));
+    }
     return success();
   }
 
@@ -83,6 +88,8 @@ struct ApproxMathToNVVMPass
                                            /*predicate=*/Value())
               .getResult(0);
         });
+    // fma is exact either way; lowered here so no libdevice call remains.
+    patterns.add<ApproxF32<math::FmaOp>>(ctx, nullptr);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };

@@ -33,6 +33,39 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::init("llvm")};
 };
 
+/// Where the NVVM pipeline stops:
+///   tile      - forall over blocks, nested forall over threads
+///   decompose - per-thread flash loops on tensors
+///   bufferize - on memrefs, every temporary of a thread on its stack
+///   gpu       - gpu.launch, outlined into a gpu.module
+///   nvvm      - the kernels in the NVVM/LLVM dialects
+///   binary    - gpu.binary holding PTX (or a cubin) for the chip
+struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("target, e.g. sm_80 or sm_90")};
+  Option<int64_t> qTile{*this, "q-tile",
+                        llvm::cl::desc("query rows per thread block"),
+                        llvm::cl::init(64)};
+  Option<int64_t> kvTile{*this, "kv-tile",
+                         llvm::cl::desc("keys per kv-loop step"),
+                         llvm::cl::init(64)};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("isa (PTX text) or bin (cubin, needs ptxas)"),
+      llvm::cl::init("isa")};
+  Option<std::string> until{
+      *this, "until",
+      llvm::cl::desc("stop after this stage: tile, decompose, bufferize, "
+                     "gpu, nvvm or binary"),
+      llvm::cl::init("binary")};
+};
+
+/// attn-lower-to-nvvm: attention to a gpu.binary for an NVIDIA GPU. Invalid
+/// options (a missing or unknown chip) are reported through `errorHandler`.
+LogicalResult
+buildNvvmPipeline(OpPassManager &pm, const NvvmPipelineOptions &options,
+                  function_ref<LogicalResult(const Twine &)> errorHandler);
+
 /// attn-lower-to-cpu: attention to the LLVM dialect for the host, ready for
 /// the MLIR ExecutionEngine (functions get C interfaces).
 /// Invalid options are reported through `errorHandler`.
@@ -40,8 +73,8 @@ LogicalResult
 buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options,
                  function_ref<LogicalResult(const Twine &)> errorHandler);
 
-/// Registers attn-lower-to-cpu with the pass registry (for attn-opt and the
-/// plugin).
+/// Registers attn-lower-to-cpu and attn-lower-to-nvvm with the pass
+/// registry (for attn-opt and the plugin).
 void registerAttnPipelines();
 
 } // namespace attn

@@ -143,6 +143,18 @@ def BoundTemporaries : Pass<"attn-bound-temporaries"> {
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def CopiesToLinalg : Pass<"attn-copies-to-linalg"> {
+  let summary = "memref.copy inside GPU-mapped loops to linalg.copy";
+  let description = [{
+    Bufferization writes results back with `memref.copy`; between strided
+    memrefs that lowers to a call into MLIR's C runner utils, which a GPU
+    kernel does not have. Inside `scf.forall` loops mapped to GPU blocks or
+    threads this pass makes them `linalg.copy`, which
+    `convert-linalg-to-loops` turns into loads and stores.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def MapForallToGpu : Pass<"attn-map-forall-to-gpu"> {
   let summary = "scf.forall loops marked #gpu.block / #gpu.thread to gpu.launch";
   let description = [{
@@ -170,13 +182,31 @@ def ApproxMathToNVVM : Pass<"attn-approx-math-to-nvvm"> {
     Rewrites f32 `math.exp2` to `llvm.nvvm.ex2.approx.ftz` and `math.log2`
     to `llvm.nvvm.lg2.approx.ftz` (as `llvm.call_intrinsic`), and
     `math.tanh` to PTX `tanh.approx.f32` (sm_75+, Gemma 2's soft-capping),
-    as FlashAttention does. `math.exp` and `math.log` become exp2(x *
+    as FlashAttention does, and f32 `math.fma` to `llvm.intr.fma`. `math.exp` and `math.log` become exp2(x *
     log2(e)) and log2(x) * ln(2) first. Run it on `gpu.module`s before
     `convert-gpu-to-nvvm`, which would otherwise call CUDA's libdevice:
     producing PTX then needs no CUDA toolkit.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect"];
+}
+
+def WriteKernelBundle : Pass<"attn-write-kernel-bundle", "::mlir::ModuleOp"> {
+  let summary = "write the GPU kernels and their launch metadata to files";
+  let description = [{
+    For every `gpu.binary`, writes `<prefix><binary>.ptx` (or `.cubin`) and
+    one `<prefix>bundle.json` describing how to launch what is in them, so
+    that a runtime without MLIR can: per host function, its arguments; per
+    `gpu.launch_func`, the kernel name, the block size, and the grid and each
+    kernel operand as expressions over the host function's arguments
+    (`dim(%arg0, 2)`, `ceildiv(a, 64)`, constants...). Memref operands are
+    passed to the kernel as MLIR memref descriptors (allocated pointer,
+    aligned pointer, offset, sizes, strides).
+  }];
+  let options = [
+    Option<"prefix", "prefix", "std::string", /*default=*/"\"\"",
+           "path prefix of the files (e.g. out/attention-)">
+  ];
 }
 
 #endif // ATTN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,51 @@
+//===- CopiesToLinalg.cpp - memref.copy in GPU code to linalg.copy --------===//
+
+#include "AttnDialect/Transforms/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_COPIESTOLINALG
+#include "AttnDialect/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+bool isInGpuMappedLoop(Operation *op) {
+  for (auto forall = op->getParentOfType<scf::ForallOp>(); forall;
+       forall = forall->getParentOfType<scf::ForallOp>()) {
+    std::optional<ArrayAttr> mapping = forall.getMapping();
+    if (mapping && llvm::any_of(*mapping, [](Attribute attr) {
+          return isa<gpu::GPUBlockMappingAttr, gpu::GPUThreadMappingAttr>(
+              attr);
+        }))
+      return true;
+  }
+  return false;
+}
+
+struct CopiesToLinalgPass
+    : attn::impl::CopiesToLinalgBase<CopiesToLinalgPass> {
+  void runOnOperation() override {
+    SmallVector<memref::CopyOp> copies;
+    getOperation()->walk([&](memref::CopyOp copy) {
+      if (isInGpuMappedLoop(copy))
+        copies.push_back(copy);
+    });
+    IRRewriter rewriter(&getContext());
+    for (memref::CopyOp copy : copies) {
+      rewriter.setInsertionPoint(copy);
+      rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
+                                                  copy.getTarget());
+    }
+  }
+};
+
+} // namespace
