@@ -61,7 +61,8 @@ LogicalResult mlir::attn::buildNvvmPipeline(
                     "thread-rows=1},canonicalize",
                     options.qTile.getValue()),
       llvm::formatv("attn-decompose-attention{{kv-tile={0}},"
-                    "attn-decompose-online-softmax,canonicalize,cse",
+                    "attn-decompose-softmax,attn-decompose-online-softmax,"
+                    "canonicalize,cse",
                     options.kvTile.getValue()),
       // Threads cannot allocate: bound every temporary, bufferize, keep the
       // temporaries on the stack and copy with loops (no runtime memcpy).
@@ -71,7 +72,7 @@ LogicalResult mlir::attn::buildNvvmPipeline(
       "attn-copies-to-linalg,"
       "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=1048576 "
       "max-rank-of-allocated-memref=4}),buffer-deallocation-pipeline",
-      "convert-linalg-to-loops,attn-map-forall-to-gpu,canonicalize,cse,"
+      "attn-map-forall-to-gpu,convert-linalg-to-loops,canonicalize,cse,"
       "gpu-kernel-outlining",
       // Only the kernels are lowered: the host keeps its launch sizes as
       // affine expressions over memref.dim, which the kernel bundle records.

@@ -1,10 +1,12 @@
 //===- DecomposeOnlineSoftmax.cpp - attn.online_softmax to linalg ---------===//
 //
 // Lowers one online-softmax step to four linalg.generic ops on tensors:
-//   1. a row reduction: new_max = max(max, rowmax(scale * S));
-//   2. a row map: correction, the exp2 bias of each row, and the rescaled sum;
+//   1. a row reduction: the tile's rowmax(scale * S);
+//   2. a row map: new_max (over the old max), correction, the exp2 bias of
+//      each row, and the rescaled sum;
 //   3. an elementwise map fused with a row reduction: probs and their sum;
-//   4. a row map: new_sum = sum * correction + the tile's sum.
+//   4. a row map: new_sum = sum * correction + the tile's sum (over the old
+//      sum).
 // Every exponential is exp2 with log2(e) folded into the scale, so an element
 // costs one fma and one exp2 (what FlashAttention and Triton do).
 //

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
@@ -59,6 +60,8 @@ void inlineBody(RewriterBase &rewriter, scf::ForallOp forall,
 
 struct MapForallToGpuPass
     : attn::impl::MapForallToGpuBase<MapForallToGpuPass> {
+  using MapForallToGpuBase::MapForallToGpuBase;
+
   void runOnOperation() override {
     SmallVector<scf::ForallOp> grids;
     getOperation()->walk([&](scf::ForallOp forall) {
@@ -70,6 +73,17 @@ struct MapForallToGpuPass
     for (scf::ForallOp grid : grids)
       if (failed(mapGrid(rewriter, grid)))
         return signalPassFailure();
+    if (allowHostLinalg)
+      return;
+    WalkResult leftover = getOperation()->walk([](linalg::LinalgOp op) {
+      if (op->getParentOfType<gpu::LaunchOp>())
+        return WalkResult::advance();
+      op->emitOpError() << "is outside every GPU grid: attn-lower-to-nvvm "
+                           "maps only attn.attention to the GPU so far";
+      return WalkResult::interrupt();
+    });
+    if (leftover.wasInterrupted())
+      signalPassFailure();
   }
 
   LogicalResult mapGrid(RewriterBase &rewriter, scf::ForallOp grid) {

@@ -1,31 +1,33 @@
 // RUN: attn-opt %s --attn-decompose-online-softmax --split-input-file | FileCheck %s
 
-// Four linalg.generic ops: the running max (seeded with the old max), the
-// per-row statistics, probs fused with the tile's row sum (from 0), and the
-// new sum. log2(e) is folded into the scale: 0.5 * log2(e) = 0.72134751.
+// Four linalg.generic ops: the tile's row max, the per-row statistics
+// (the new max written over the old one, so loops update in place), probs
+// fused with the tile's row sum (from 0), and the new sum written over the
+// old one. log2(e) is folded into the scale: 0.5 * log2(e) = 0.72134751.
 // CHECK-LABEL: func.func @step
 // CHECK-SAME: (%[[S:.*]]: tensor<4x?xf32>, %[[M:.*]]: tensor<4xf32>, %[[L:.*]]: tensor<4xf32>)
 // CHECK-NOT: attn.online_softmax
-// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[S]] : tensor<4x?xf32>) outs(%[[M]] : tensor<4xf32>)
+// CHECK: %[[NEGINF:.*]] = linalg.fill
+// CHECK: %[[TILEMAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[S]] : tensor<4x?xf32>) outs(%[[NEGINF]] : tensor<4xf32>)
 // CHECK: arith.mulf
 // CHECK: arith.maximumf
-// CHECK: %[[ROW:.*]]:3 = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%[[M]], %[[MAX]], %[[L]] : {{.*}})
-// CHECK-DAG: arith.constant 1.44269502 : f32
-// CHECK-DAG: arith.cmpf oeq
+// CHECK: %[[ROW:.*]]:4 = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%[[M]], %[[TILEMAX]], %[[L]] : {{.*}}) outs(%[[M]], {{.*}})
+// CHECK: arith.maximumf
+// CHECK: arith.cmpf oeq
 // CHECK: math.exp2
 // CHECK: arith.select
 // CHECK: arith.negf
 // CHECK: %[[DIM:.*]] = tensor.dim %[[S]]
 // CHECK: %[[EMPTY:.*]] = tensor.empty(%[[DIM]]) : tensor<4x?xf32>
 // CHECK: %[[ZERO:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4xf32>)
-// CHECK: %[[P:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[S]], %[[ROW]]#1 : tensor<4x?xf32>, tensor<4xf32>) outs(%[[EMPTY]], %[[ZERO]] : tensor<4x?xf32>, tensor<4xf32>)
+// CHECK: %[[P:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[S]], %[[ROW]]#2 : tensor<4x?xf32>, tensor<4xf32>) outs(%[[EMPTY]], %[[ZERO]] : tensor<4x?xf32>, tensor<4xf32>)
 // CHECK: %[[C:.*]] = arith.constant 0.72134751 : f32
 // CHECK: %[[FMA:.*]] = math.fma %{{.*}}, %[[C]], %{{.*}} : f32
 // CHECK: math.exp2 %[[FMA]]
 // CHECK: arith.addf
-// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[ROW]]#2, %[[P]]#1 : tensor<4xf32>, tensor<4xf32>)
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[ROW]]#3, %[[P]]#1 : tensor<4xf32>, tensor<4xf32>) outs(%[[L]] : tensor<4xf32>)
 // CHECK: arith.addf
-// CHECK: return %[[P]]#0, %[[MAX]], %[[SUM]], %[[ROW]]#0
+// CHECK: return %[[P]]#0, %[[ROW]]#0, %[[SUM]], %[[ROW]]#1
 func.func @step(%s: tensor<4x?xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>)
     -> (tensor<4x?xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
   %p, %m1, %l1, %c = attn.online_softmax %s, %m, %l {scale = 0.5 : f32}

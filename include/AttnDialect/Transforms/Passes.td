@@ -167,7 +167,14 @@ def MapForallToGpu : Pass<"attn-map-forall-to-gpu"> {
     so tiles clipped at the edge of the problem run with idle threads.
     Unlike upstream's `transform.gpu.map_nested_forall_to_threads`, thread
     loops need not have static trip counts.
+
+    Unless `allow-host-linalg` is set, a linalg op left outside every grid is
+    an error: it would otherwise run, slowly and silently, on the host.
   }];
+  let options = [
+    Option<"allowHostLinalg", "allow-host-linalg", "bool", /*default=*/"false",
+           "accept linalg ops outside GPU grids">
+  ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",

@@ -1,0 +1,30 @@
+// RUN: attn-opt %s --attn-approx-math-to-nvvm | FileCheck %s
+
+// CHECK-LABEL: func.func @f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"(%{{.*}}) : (f32) -> f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"(%{{.*}}) : (f32) -> f32
+// CHECK: nvvm.inline_ptx "tanh.approx.f32 $0, $1;"
+// exp(x) = exp2(x * log2(e)); log(x) = log2(x) * ln(2)
+// CHECK: arith.constant 1.44269502 : f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
+// CHECK: arith.constant 0.693147182 : f32
+// CHECK: llvm.intr.fma
+// CHECK-NOT: math.
+func.func @f32(%x: f32, %y: f32) -> (f32, f32, f32, f32, f32, f32) {
+  %a = math.exp2 %x : f32
+  %b = math.log2 %x : f32
+  %c = math.tanh %x : f32
+  %d = math.exp %x : f32
+  %e = math.log %x : f32
+  %f = math.fma %x, %y, %x : f32
+  return %a, %b, %c, %d, %e, %f : f32, f32, f32, f32, f32, f32
+}
+
+// Other types are left to the usual lowering.
+// CHECK-LABEL: func.func @f64
+// CHECK: math.exp2 %{{.*}} : f64
+func.func @f64(%x: f64) -> f64 {
+  %a = math.exp2 %x : f64
+  return %a : f64
+}
