@@ -38,8 +38,8 @@
 // NVVM-NOT: __nv_
 
 // BINARY80: gpu.binary @causal_gqa_kernel {{ *}}[#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, {{.*}}assembly = "{{.*}}.target sm_80
-// BINARY90: gpu.binary @causal_gqa_kernel {{ *}}[#gpu.object<#nvvm.target<O = 3, chip = "sm_90">, {{.*}}assembly = "{{.*}}.target sm_90
 // BINARY90: threads in (%c128, %c1, %c1)
+// BINARY90: gpu.binary @causal_gqa_kernel {{ *}}[#gpu.object<#nvvm.target<O = 3, chip = "sm_90">, {{.*}}assembly = "{{.*}}.target sm_90
 
 // NOCHIP: attn-lower-to-nvvm: missing target chip: pass chip=sm_80 or chip=sm_90
 // OLDCHIP: attn-lower-to-nvvm: unsupported chip 'sm_70': the kernels need sm_75 or newer
