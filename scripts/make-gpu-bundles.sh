@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Compiles the GPU correctness set into kernel bundles (PTX + bundle.json)
+# under gpu-bundles/ (ignored by git; carried to the GPU machine).
+# Usage: scripts/make-gpu-bundles.sh [chip]   (default sm_90)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+chip=${1:-sm_90}
+out=gpu-bundles
+rm -rf "$out" && mkdir -p "$out"
+make_bundle() { # name, attn-run variant flags...
+  local name=$1
+  shift
+  build/bin/attn-run --emit-variant "$@" > "$out/$name.mlir"
+  build/bin/attn-opt "$out/$name.mlir" --attn-lower-to-nvvm="chip=$chip" \
+    --attn-write-kernel-bundle=prefix="$out/$name-" -o /dev/null
+}
+make_bundle f16-d64-causal --dtype=f16 --head-dim=64 --causal
+make_bundle bf16-d128-lse --dtype=bf16 --head-dim=128 --lse
+make_bundle f32-d16-causal-lse --dtype=f32 --head-dim=16 --causal --lse
+make_bundle f16-d64-window32 --dtype=f16 --head-dim=64 --mask=sliding-window:32
+ls "$out"
