@@ -218,6 +218,43 @@ def reference(q, k, v, causal, window, scale):
     return o, lse.squeeze(-1)
 
 
+def median_ms(run, repeats=20):
+    """Median of CUDA-event timings after a warm-up run."""
+    run()
+    times = []
+    for _ in range(repeats):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
+
+
+def bench(drv, fn, launch, a, dtype, d, dv):
+    b, h, n = (int(x) for x in a.bench.split(","))
+    q = torch.empty(b, h, n, d, device="cuda", dtype=dtype).uniform_(-1, 1)
+    k = torch.empty(b, h, n, d, device="cuda", dtype=dtype).uniform_(-1, 1)
+    v = torch.empty(b, h, n, dv, device="cuda", dtype=dtype).uniform_(-1, 1)
+    o = torch.empty(b, h, n, dv, device="cuda", dtype=dtype)
+    args = [q, k, v, o]
+    if a.lse:
+        args.append(torch.empty(b, h, n, device="cuda"))
+    grid = [evaluate(x, args) for x in launch["grid"]]
+    block = [evaluate(x, args) for x in launch["block"]]
+    params = kernel_params(launch["operands"], args)
+    flops = 4.0 * b * h * n * n * d / (2 if a.causal else 1)
+    ours = median_ms(lambda: drv.launch(fn, grid, block, params), repeats=5)
+    sdpa = median_ms(lambda: torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, is_causal=a.causal))
+    print(f"bench B={b} H={h} N={n} D={d} {a.dtype} causal={a.causal}: "
+          f"attn {ours:.3f} ms ({flops / ours / 1e9:.2f} TFLOP/s), "
+          f"torch SDPA {sdpa:.3f} ms ({flops / sdpa / 1e9:.2f} TFLOP/s), "
+          f"ratio {sdpa / ours:.4f}")
+
+
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -232,6 +269,9 @@ def main():
     ap.add_argument("--heads", default="4:4,8:2,8:1")
     ap.add_argument("--lens", default="1,17,64,130,257")
     ap.add_argument("--tolerance", type=float, default=0.0)
+    ap.add_argument("--bench", default="",
+                    help="B,H,N: after the checks, time this shape (Hq = "
+                         "Hkv = H, M = N) next to PyTorch SDPA")
     a = ap.parse_args()
 
     bundle = json.load(open(a.bundle))
@@ -283,6 +323,8 @@ def main():
         worst = max(worst, err)
         if not ok:
             print(f"  FAIL B={b} Hq={hq} Hkv={hkv} M={m} N={n}: error {err:.3e}")
+    if a.bench:
+        bench(drv, fn, launch, a, dtype, d, dv)
     print(f"gpu_check {os.path.basename(a.bundle)} dtype={a.dtype} D={d} "
           f"causal={a.causal} window={a.window}: {cases - failures} of {cases} "
           f"cases pass (worst error {worst:.3e}, tolerance {tol:.1e})")
