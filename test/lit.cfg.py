@@ -34,7 +34,8 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # compiler that is not attn's own.
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["attn-opt", "attn-run", "attn-capi-test", "mlir-opt", "mlir-runner"], tool_dirs)
+    ["attn-opt", "attn-run", "attn-capi-test", "mlir-opt", "mlir-runner",
+     "mlir-translate"], tool_dirs)
 
 # The size matrix of the CPU numerics tests (issue: B, (Hq, Hkv), M, N).
 config.substitutions.append(

@@ -48,7 +48,8 @@ LogicalResult mlir::attn::buildCpuPipeline(
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map "
       "allow-return-allocs-from-loops},canonicalize,"
-      "drop-equivalent-buffer-results,buffer-deallocation-pipeline",
+      "drop-equivalent-buffer-results,buffer-deallocation-pipeline,"
+      "convert-bufferization-to-memref",
       "convert-linalg-to-loops,scf-forall-to-for,expand-strided-metadata,"
       "lower-affine,canonicalize,cse",
       // tanh and friends go to libm; exp2 and fma to LLVM intrinsics.

@@ -4,6 +4,7 @@
 // RUN: attn-opt %s --attn-lower-to-cpu="until=bufferize" | FileCheck %s --check-prefix=BUFFERIZE
 // RUN: attn-opt %s --attn-lower-to-cpu="until=loops" | FileCheck %s --check-prefix=LOOPS
 // RUN: attn-opt %s --attn-lower-to-cpu | FileCheck %s --check-prefix=LLVM
+// RUN: attn-opt %s --attn-lower-to-cpu | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVMIR
 // RUN: not attn-opt %s --attn-lower-to-cpu="until=ptx" 2>&1 | FileCheck %s --check-prefix=BADSTAGE
 // RUN: not attn-opt %s --attn-lower-to-cpu="kv-tile=0" 2>&1 | FileCheck %s --check-prefix=BADTILE
 
@@ -28,10 +29,14 @@
 // LOOPS: scf.for
 
 // LLVM-NOT: func.func
+// LLVM-NOT: bufferization.
 // LLVM: llvm.func @attention(
 // LLVM: llvm.intr.exp2
 // LLVM: llvm.func @_mlir_ciface_attention(
 // LLVM: llvm.func @_mlir_ciface_softmax(
+
+// LLVMIR: define {{.*}} @attention(
+// LLVMIR: define void @_mlir_ciface_softmax(
 
 // BADSTAGE: attn-lower-to-cpu: unknown stage 'ptx' (expected tile, decompose, bufferize, loops or llvm)
 // BADTILE: attn-lower-to-cpu: q-tile, kv-tile and row-tile must be positive

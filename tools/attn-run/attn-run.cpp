@@ -91,6 +91,10 @@ static cl::opt<std::string>
     scoreMod("score-mod", cl::init("none"),
              cl::desc("none, alibi, softcap:C, relative or checkerboard"),
              cl::cat(category));
+static cl::opt<std::string> entry("entry", cl::init(""),
+                                  cl::desc("the function to run (default: "
+                                           "the first with an attn op)"),
+                                  cl::cat(category));
 static cl::opt<std::string> opName("op", cl::init("attention"),
                                    cl::desc("attention or softmax (without "
                                             "an input file)"),
@@ -417,13 +421,16 @@ int main(int argc, char **argv) {
   func::FuncOp func;
   attn::AttentionOp op;
   module->walk([&](attn::AttentionOp found) {
-    if (!op) {
+    auto parent = found->getParentOfType<func::FuncOp>();
+    if (!op && parent && (entry.empty() || parent.getName() == entry)) {
       op = found;
-      func = found->getParentOfType<func::FuncOp>();
+      func = parent;
     }
   });
   if (!op || !func)
-    fail("the input has no attn.attention inside a func.func");
+    fail(entry.empty() ? "the input has no attn.attention inside a func.func"
+                       : "the input has no func.func @" + entry +
+                             " holding an attn.attention");
   unsigned numAttention = 0;
   func.walk([&](attn::AttentionOp) { ++numAttention; });
   if (numAttention != 1)
@@ -444,8 +451,12 @@ int main(int argc, char **argv) {
   auto qType = op.getQueryType(), kType = op.getKeyType();
   std::vector<int64_t> bs = sizesFor("batch", batches, qType.getDimSize(0), 1);
   std::vector<std::pair<int64_t, int64_t>> heads;
-  if (headPairs.empty())
-    headPairs.push_back("4:4");
+  if (headPairs.empty()) {
+    // Static head counts of the input, else 4 query and 4 kv heads.
+    int64_t hq = qType.isDynamicDim(1) ? 4 : qType.getDimSize(1);
+    int64_t hkv = kType.isDynamicDim(1) ? hq : kType.getDimSize(1);
+    headPairs.push_back(std::to_string(hq) + ":" + std::to_string(hkv));
+  }
   for (StringRef pair : headPairs) {
     auto [hqText, hkvText] = pair.split(':');
     int64_t hq, hkv;
