@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/Transforms/Passes.h"
+#include "ForallMapping.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -25,24 +26,12 @@ using namespace mlir::attn;
 
 namespace {
 
-bool isInGpuThread(Operation *op) {
-  for (auto forall = op->getParentOfType<scf::ForallOp>(); forall;
-       forall = forall->getParentOfType<scf::ForallOp>()) {
-    std::optional<ArrayAttr> mapping = forall.getMapping();
-    if (mapping && llvm::any_of(*mapping, [](Attribute attr) {
-          return isa<gpu::GPUThreadMappingAttr>(attr);
-        }))
-      return true;
-  }
-  return false;
-}
-
 struct BoundTemporariesPass
     : attn::impl::BoundTemporariesBase<BoundTemporariesPass> {
   void runOnOperation() override {
     SmallVector<tensor::EmptyOp> empties;
     getOperation()->walk([&](tensor::EmptyOp empty) {
-      if (empty.getType().hasStaticShape() || !isInGpuThread(empty))
+      if (empty.getType().hasStaticShape() || !isInsideForallMappedTo<gpu::GPUThreadMappingAttr>(empty))
         return;
       empties.push_back(empty);
     });

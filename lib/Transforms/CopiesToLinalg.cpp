@@ -1,6 +1,7 @@
 //===- CopiesToLinalg.cpp - memref.copy in GPU code to linalg.copy --------===//
 
 #include "AttnDialect/Transforms/Passes.h"
+#include "ForallMapping.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -18,25 +19,13 @@ using namespace mlir::attn;
 
 namespace {
 
-bool isInGpuMappedLoop(Operation *op) {
-  for (auto forall = op->getParentOfType<scf::ForallOp>(); forall;
-       forall = forall->getParentOfType<scf::ForallOp>()) {
-    std::optional<ArrayAttr> mapping = forall.getMapping();
-    if (mapping && llvm::any_of(*mapping, [](Attribute attr) {
-          return isa<gpu::GPUBlockMappingAttr, gpu::GPUThreadMappingAttr>(
-              attr);
-        }))
-      return true;
-  }
-  return false;
-}
-
 struct CopiesToLinalgPass
     : attn::impl::CopiesToLinalgBase<CopiesToLinalgPass> {
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     getOperation()->walk([&](memref::CopyOp copy) {
-      if (isInGpuMappedLoop(copy))
+      if (isInsideForallMappedTo<gpu::GPUBlockMappingAttr,
+                                 gpu::GPUThreadMappingAttr>(copy))
         copies.push_back(copy);
     });
     IRRewriter rewriter(&getContext());

@@ -1,6 +1,7 @@
 //===- MapForallToGpu.cpp - mapped scf.forall to gpu.launch ---------------===//
 
 #include "AttnDialect/Transforms/Passes.h"
+#include "ForallMapping.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -21,14 +22,6 @@ using namespace mlir;
 using namespace mlir::attn;
 
 namespace {
-
-template <typename MappingAttr>
-bool isMappedTo(scf::ForallOp forall) {
-  std::optional<ArrayAttr> mapping = forall.getMapping();
-  return mapping && !mapping->empty() &&
-         llvm::all_of(*mapping,
-                      [](Attribute attr) { return isa<MappingAttr>(attr); });
-}
 
 /// (ub - lb) ceildiv step, folded where possible.
 OpFoldResult tripCount(OpBuilder &b, Location loc, OpFoldResult lb,

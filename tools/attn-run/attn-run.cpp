@@ -250,6 +250,17 @@ double relativeError(const HostTensor &out, const std::vector<double> &ref,
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
+/// Prints the summary line of a sweep; returns the exit code.
+int summarize(unsigned cases, unsigned failures, double worst,
+              double allowed) {
+  if (!json)
+    llvm::outs() << llvm::formatv(
+        "attn-run: {0} of {1} cases pass (worst error {2:e}, tolerance "
+        "{3:e})\n",
+        cases - failures, cases, worst, allowed);
+  return failures ? 1 : 0;
+}
+
 /// Checks an attn.softmax: rows of random values spread over [-30, 30], one
 /// in 16 entries -inf, and (with more than one row) a last row that is all
 /// -inf, against a float64 softmax.
@@ -332,12 +343,7 @@ int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
             n, runMs, error, finite ? "" : ", non-finite or unwritten outputs",
             pass ? "PASS" : "FAIL");
     }
-  if (!json)
-    llvm::outs() << llvm::formatv(
-        "attn-run: {0} of {1} cases pass (worst error {2:e}, tolerance "
-        "{3:e})\n",
-        cases - failures, cases, worst, allowed);
-  return failures ? 1 : 0;
+  return summarize(cases, failures, worst, allowed);
 }
 
 } // namespace
@@ -639,10 +645,5 @@ int main(int argc, char **argv) {
             llvm::outs() << ": " << (pass ? "PASS" : "FAIL") << "\n";
           }
         }
-  if (!json)
-    llvm::outs() << llvm::formatv(
-        "attn-run: {0} of {1} cases pass (worst error {2:e}, tolerance "
-        "{3:e})\n",
-        cases - failures, cases, worst, allowed);
-  return failures ? 1 : 0;
+  return summarize(cases, failures, worst, allowed);
 }
