@@ -41,7 +41,8 @@ LogicalResult mlir::attn::buildCpuPipeline(
                     options.qTile.getValue()),
       llvm::formatv("attn-decompose-attention{{kv-tile={0}},"
                     "attn-decompose-softmax{{row-tile={1}},"
-                    "attn-decompose-online-softmax,canonicalize,cse",
+                    "attn-decompose-online-softmax,canonicalize,cse,"
+                    "attn-check-decomposed",
                     options.kvTile.getValue(), options.rowTile.getValue()),
       // Loop-carried softmax statistics are updated out of place; allowing
       // fresh buffers to be yielded from loops keeps that legal.

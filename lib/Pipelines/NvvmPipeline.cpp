@@ -62,7 +62,7 @@ LogicalResult mlir::attn::buildNvvmPipeline(
                     options.qTile.getValue()),
       llvm::formatv("attn-decompose-attention{{kv-tile={0}},"
                     "attn-decompose-softmax,attn-decompose-online-softmax,"
-                    "canonicalize,cse",
+                    "canonicalize,cse,attn-check-decomposed",
                     options.kvTile.getValue()),
       // Threads cannot allocate: bound every temporary, bufferize, keep the
       // temporaries on the stack and copy with loops (no runtime memcpy).

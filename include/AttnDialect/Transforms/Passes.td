@@ -128,6 +128,16 @@ def DecomposeSoftmax : Pass<"attn-decompose-softmax"> {
   ];
 }
 
+def CheckDecomposed : Pass<"attn-check-decomposed"> {
+  let summary = "fail on attn ops that the decompositions left behind";
+  let description = [{
+    Runs after the decomposition passes of a pipeline: any `attn` op still
+    there (a block mask read with `attn.block_mask_field`, say, whose tensors
+    nothing computes yet) gets an error naming it, instead of an opaque
+    failure in bufferization or LLVM translation later.
+  }];
+}
+
 def BoundTemporaries : Pass<"attn-bound-temporaries"> {
   let summary = "give a GPU thread's dynamic temporaries static upper bounds";
   let description = [{
