@@ -65,10 +65,9 @@ protected:
 TEST_F(AttentionOpTest, BuildsGqaWithDefaultScale) {
   Type f16 = builder.getF16Type();
   int64_t dyn = ShapedType::kDynamic;
-  auto args = makeFunc({tensor({dyn, 8, dyn, 128}, f16),
-                        tensor({dyn, 2, dyn, 128}, f16),
-                        tensor({dyn, 2, dyn, 128}, f16),
-                        tensor({dyn, 8, dyn, 128}, f16)});
+  auto args = makeFunc(
+      {tensor({dyn, 8, dyn, 128}, f16), tensor({dyn, 2, dyn, 128}, f16),
+       tensor({dyn, 2, dyn, 128}, f16), tensor({dyn, 8, dyn, 128}, f16)});
   AttentionOp op = makeAttention(args, args.drop_front(3));
   EXPECT_TRUE(succeeded(verify(*module)));
   EXPECT_EQ(op.getHeadDim(), 128);
@@ -84,9 +83,10 @@ TEST_F(AttentionOpTest, BuildsGqaWithDefaultScale) {
 
 TEST_F(AttentionOpTest, DestinationStyleInitsAreOutputAndLogsumexp) {
   Type f32 = builder.getF32Type();
-  auto args = makeFunc({tensor({1, 4, 32, 64}, f32), tensor({1, 4, 48, 64}, f32),
-                        tensor({1, 4, 48, 64}, f32), tensor({1, 4, 32, 64}, f32),
-                        tensor({1, 4, 32}, f32)});
+  auto args =
+      makeFunc({tensor({1, 4, 32, 64}, f32), tensor({1, 4, 48, 64}, f32),
+                tensor({1, 4, 48, 64}, f32), tensor({1, 4, 32, 64}, f32),
+                tensor({1, 4, 32}, f32)});
   AttentionOp op = makeAttention(args, args.drop_front(3));
   ASSERT_TRUE(succeeded(verify(*module)));
   auto dps = cast<DestinationStyleOpInterface>(op.getOperation());
@@ -101,10 +101,9 @@ TEST_F(AttentionOpTest, DestinationStyleInitsAreOutputAndLogsumexp) {
 
 TEST_F(AttentionOpTest, VerifierNamesTheOperand) {
   Type bf16 = builder.getBF16Type();
-  auto args = makeFunc({tensor({1, 6, 16, 64}, bf16),
-                        tensor({1, 4, 16, 64}, bf16),
-                        tensor({1, 4, 16, 64}, bf16),
-                        tensor({1, 6, 16, 64}, bf16)});
+  auto args =
+      makeFunc({tensor({1, 6, 16, 64}, bf16), tensor({1, 4, 16, 64}, bf16),
+                tensor({1, 4, 16, 64}, bf16), tensor({1, 6, 16, 64}, bf16)});
   makeAttention(args, args.drop_front(3));
   std::string message;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {

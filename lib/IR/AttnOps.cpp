@@ -55,9 +55,8 @@ static LogicalResult verifyHeadDim(Operation *op, StringRef name,
                                    RankedTensorType type) {
   int64_t dim = type.getDimSize(3);
   if (ShapedType::isDynamic(dim))
-    return op->emitOpError()
-           << "expected a static head dim (dim 3) in " << name << ", but got "
-           << type;
+    return op->emitOpError() << "expected a static head dim (dim 3) in " << name
+                             << ", but got " << type;
   if (dim < 16 || dim > 256 || dim % 8 != 0)
     return op->emitOpError()
            << "expected the head dim of " << name
@@ -93,15 +92,15 @@ static LogicalResult verifyModRegion(Operation *op, Region &region,
            << " " << what << ", but it takes "
            << typeListString(block.getArgumentTypes());
 
-  auto yield = dyn_cast_or_null<YieldOp>(
-      block.empty() ? nullptr : &block.back());
+  auto yield =
+      dyn_cast_or_null<YieldOp>(block.empty() ? nullptr : &block.back());
   if (!yield)
     return op->emitOpError()
            << "expected " << name << " to end with 'attn.yield'";
   if (yield.getValues().getTypes() != TypeRange(yieldType))
-    return yield.emitOpError()
-           << "expected " << name << " to yield one " << yieldType
-           << ", but it yields " << typeListString(yield.getValues().getTypes());
+    return yield.emitOpError() << "expected " << name << " to yield one "
+                               << yieldType << ", but it yields "
+                               << typeListString(yield.getValues().getTypes());
 
   // Tiled lowerings evaluate the region per element, in any order and any
   // number of times (once per block of a block mask too): only pure
@@ -109,8 +108,8 @@ static LogicalResult verifyModRegion(Operation *op, Region &region,
   for (Operation &nested : block.without_terminator()) {
     if (!isMemoryEffectFree(&nested))
       return nested.emitOpError()
-             << "has side effects, but " << name << " of '"
-             << op->getName() << "' must be free of side effects";
+             << "has side effects, but " << name << " of '" << op->getName()
+             << "' must be free of side effects";
   }
   return success();
 }
@@ -186,8 +185,8 @@ LogicalResult AttentionOp::verify() {
       failed(verifySameDim(op, "head dim D", "query", q, 3, "key", k, 3)) ||
       failed(verifySameDim(op, "kv heads", "key", k, 1, "value", v, 1)) ||
       failed(verifySameDim(op, "kv length N", "key", k, 2, "value", v, 2)) ||
-      failed(verifySameDim(op, "query heads", "query", q, 1, "output", out,
-                           1)) ||
+      failed(
+          verifySameDim(op, "query heads", "query", q, 1, "output", out, 1)) ||
       failed(verifySameDim(op, "query length M", "query", q, 2, "output", out,
                            2)) ||
       failed(verifySameDim(op, "value head dim Dv", "value", v, 3, "output",
@@ -213,10 +212,10 @@ LogicalResult AttentionOp::verify() {
       return emitOpError() << "expected logsumexp element type to be f32, but "
                               "got "
                            << lse.getElementType();
-    if (failed(verifySameDim(op, "batch", "query", q, 0, "logsumexp", lse,
-                             0)) ||
-        failed(verifySameDim(op, "query heads", "query", q, 1, "logsumexp",
-                             lse, 1)) ||
+    if (failed(
+            verifySameDim(op, "batch", "query", q, 0, "logsumexp", lse, 0)) ||
+        failed(verifySameDim(op, "query heads", "query", q, 1, "logsumexp", lse,
+                             1)) ||
         failed(verifySameDim(op, "query length M", "query", q, 2, "logsumexp",
                              lse, 2)))
       return failure();
@@ -270,8 +269,8 @@ LogicalResult OnlineSoftmaxOp::verify() {
                             "but got "
                          << max;
   for (int64_t i = 0, e = max.getRank(); i < e; ++i)
-    if (failed(verifySameDim(getOperation(), "rows", "scores", scores, i,
-                             "max", max, i)))
+    if (failed(verifySameDim(getOperation(), "rows", "scores", scores, i, "max",
+                             max, i)))
       return failure();
   if (auto sum = cast<RankedTensorType>(getSum().getType()); sum != max)
     return emitOpError() << "expected sum type to equal max type " << max
@@ -326,7 +325,8 @@ LogicalResult CreateBlockMaskOp::verifyRegions() {
 static LogicalResult verifyBlockMaskTensor(Operation *op, StringRef name,
                                            Type type, int64_t rank) {
   auto tensor = cast<RankedTensorType>(type);
-  if (tensor.getRank() != rank || !tensor.getElementType().isSignlessInteger(32))
+  if (tensor.getRank() != rank ||
+      !tensor.getElementType().isSignlessInteger(32))
     return op->emitOpError()
            << "expected " << name << " to be an i32 tensor of rank " << rank
            << (rank == 3 ? " [B, H, blocks]" : " [B, H, blocks, blocks]")
@@ -338,8 +338,8 @@ LogicalResult MakeBlockMaskOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyBlockMaskTensor(op, "kv_num_blocks",
                                    getKvNumBlocks().getType(), 3)) ||
-      failed(verifyBlockMaskTensor(op, "kv_indices", getKvIndices().getType(),
-                                   4)))
+      failed(
+          verifyBlockMaskTensor(op, "kv_indices", getKvIndices().getType(), 4)))
     return failure();
   auto num = cast<RankedTensorType>(getKvNumBlocks().getType());
   auto idx = cast<RankedTensorType>(getKvIndices().getType());
@@ -378,9 +378,9 @@ LogicalResult BlockMaskFieldOp::verify() {
     rank = 4;
     break;
   }
-  return verifyBlockMaskTensor(getOperation(),
-                               "result for " + stringifyBlockMaskField(getField()).str(),
-                               getResult().getType(), rank);
+  return verifyBlockMaskTensor(
+      getOperation(), "result for " + stringifyBlockMaskField(getField()).str(),
+      getResult().getType(), rank);
 }
 
 #define GET_OP_CLASSES

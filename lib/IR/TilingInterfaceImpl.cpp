@@ -108,7 +108,8 @@ AttentionOp::getTiledImplementation(OpBuilder &b,
   Value query = addSlice(getQuery(), {offsets[0], offsets[1], offsets[2], zero},
                          {sizes[0], sizes[1], sizes[2], d});
   Value key = addSlice(getKey(), kvOffsets, {sizes[0], kvHeads, n, d});
-  Value value = addSlice(getValue(), kvOffsets, {sizes[0], kvHeads, n, sizes[3]});
+  Value value =
+      addSlice(getValue(), kvOffsets, {sizes[0], kvHeads, n, sizes[3]});
   SmallVector<Value> outputs = {addSlice(getOutputs()[0], offsets, sizes)};
   if (Value lse = getLogsumexpInit())
     outputs.push_back(
@@ -123,14 +124,14 @@ AttentionOp::getTiledImplementation(OpBuilder &b,
         b, loc, add(b, loc, baseOffset, localOffset)));
 
   auto tiled = AttentionOp::create(
-      b, loc, ValueRange(outputs).getTypes(), query, key, value,
-      getBlockMask(), outputs, tileOffsets, getScaleAttr(), getCausalAttr());
+      b, loc, ValueRange(outputs).getTypes(), query, key, value, getBlockMask(),
+      outputs, tileOffsets, getScaleAttr(), getCausalAttr());
   IRMapping mapping;
   getScoreMod().cloneInto(&tiled.getScoreMod(), mapping);
   getMaskMod().cloneInto(&tiled.getMaskMod(), mapping);
 
-  return TilingResult{{tiled.getOperation()},
-                      SmallVector<Value>(tiled.getResults()), slices};
+  return TilingResult{
+      {tiled.getOperation()}, SmallVector<Value>(tiled.getResults()), slices};
 }
 
 LogicalResult AttentionOp::getResultTilePosition(

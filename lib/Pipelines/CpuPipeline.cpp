@@ -54,7 +54,8 @@ LogicalResult mlir::attn::buildCpuPipeline(
       "convert-linalg-to-loops,scf-forall-to-for,expand-strided-metadata,"
       "lower-affine,canonicalize,cse",
       // tanh and friends go to libm; exp2 and fma to LLVM intrinsics.
-      "func.func(llvm-request-c-wrappers),convert-scf-to-cf,convert-math-to-llvm,"
+      "func.func(llvm-request-c-wrappers),convert-scf-to-cf,convert-math-to-"
+      "llvm,"
       "convert-math-to-libm,finalize-memref-to-llvm,convert-to-llvm,"
       "reconcile-unrealized-casts"};
   for (int stage = 0; stage <= stop; ++stage)

@@ -1,7 +1,8 @@
 //===- AttnPlugin.cpp - attn as an mlir-opt plugin ------------------------===//
 //
 // Lets upstream mlir-opt use the dialect and passes:
-//   mlir-opt --load-dialect-plugin=AttnPlugin.so --load-pass-plugin=AttnPlugin.so
+//   mlir-opt --load-dialect-plugin=AttnPlugin.so
+//   --load-pass-plugin=AttnPlugin.so
 //
 //===----------------------------------------------------------------------===//
 

@@ -22,8 +22,7 @@ namespace {
 constexpr double kLog2E = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
 
-Value callIntrinsic(PatternRewriter &b, Location loc, StringRef name,
-                    Value x) {
+Value callIntrinsic(PatternRewriter &b, Location loc, StringRef name, Value x) {
   return LLVM::CallIntrinsicOp::create(b, loc, x.getType(),
                                        b.getStringAttr(name), ValueRange{x})
       .getResult(0);
@@ -43,8 +42,7 @@ Value scaled(PatternRewriter &b, Location loc, Value x, double factor) {
 }
 
 /// Rewrites one f32 unary math op with `build`.
-template <typename MathOp>
-struct ApproxF32 : OpRewritePattern<MathOp> {
+template <typename MathOp> struct ApproxF32 : OpRewritePattern<MathOp> {
   using Builder = Value (*)(PatternRewriter &, Location, Value);
   ApproxF32(MLIRContext *ctx, Builder build)
       : OpRewritePattern<MathOp>(ctx), build(build) {}

@@ -13,8 +13,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_BOUNDTEMPORARIES
@@ -31,7 +31,8 @@ struct BoundTemporariesPass
   void runOnOperation() override {
     SmallVector<tensor::EmptyOp> empties;
     getOperation()->walk([&](tensor::EmptyOp empty) {
-      if (empty.getType().hasStaticShape() || !isInsideForallMappedTo<gpu::GPUThreadMappingAttr>(empty))
+      if (empty.getType().hasStaticShape() ||
+          !isInsideForallMappedTo<gpu::GPUThreadMappingAttr>(empty))
         return;
       empties.push_back(empty);
     });
@@ -41,8 +42,8 @@ struct BoundTemporariesPass
     // but one of their users a fresh buffer of the dynamic size. One empty
     // per use keeps every buffer bounded.
     for (tensor::EmptyOp empty : llvm::to_vector(empties)) {
-      for (OpOperand &use : llvm::make_early_inc_range(
-               llvm::drop_begin(empty->getUses()))) {
+      for (OpOperand &use :
+           llvm::make_early_inc_range(llvm::drop_begin(empty->getUses()))) {
         rewriter.setInsertionPoint(empty);
         auto copy = cast<tensor::EmptyOp>(rewriter.clone(*empty));
         rewriter.modifyOpInPlace(use.getOwner(),

@@ -17,16 +17,17 @@ namespace {
 struct CheckDecomposedPass
     : attn::impl::CheckDecomposedBase<CheckDecomposedPass> {
   void runOnOperation() override {
-    WalkResult result = getOperation()->walk([](Operation *op) {
-      // A region's terminator goes with its op, which is reported.
-      if (!isa<AttnDialect>(op->getDialect()) || isa<YieldOp>(op))
-        return WalkResult::advance();
-      op->emitOpError()
-          << "is left after the decompositions: the attn pipelines do not "
-             "lower it yet (block masks are only consumed by "
-             "attn.attention, which evaluates mask_mod itself)";
-      return WalkResult::interrupt();
-    });
+    WalkResult result =
+        getOperation()->walk([](Operation *op) {
+          // A region's terminator goes with its op, which is reported.
+          if (!isa<AttnDialect>(op->getDialect()) || isa<YieldOp>(op))
+            return WalkResult::advance();
+          op->emitOpError()
+              << "is left after the decompositions: the attn pipelines do not "
+                 "lower it yet (block masks are only consumed by "
+                 "attn.attention, which evaluates mask_mod itself)";
+          return WalkResult::interrupt();
+        });
     if (result.wasInterrupted())
       signalPassFailure();
   }

@@ -19,8 +19,7 @@ using namespace mlir::attn;
 
 namespace {
 
-struct CopiesToLinalgPass
-    : attn::impl::CopiesToLinalgBase<CopiesToLinalgPass> {
+struct CopiesToLinalgPass : attn::impl::CopiesToLinalgBase<CopiesToLinalgPass> {
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     getOperation()->walk([&](memref::CopyOp copy) {

@@ -45,8 +45,7 @@ SmallVector<AffineMap> mapsOf(MLIRContext *ctx,
 class FlashBuilder {
 public:
   FlashBuilder(OpBuilder &b, AttentionOp op, int64_t kvTile)
-      : b(b), loc(op.getLoc()), op(op), kvTile(kvTile),
-        f32(b.getF32Type()) {}
+      : b(b), loc(op.getLoc()), op(op), kvTile(kvTile), f32(b.getF32Type()) {}
 
   /// Returns the op's results, computed by the loop nest.
   SmallVector<Value> build();
@@ -102,8 +101,8 @@ Value FlashBuilder::rowsOf(Value source, Value i0, Value i1, Value offset,
                            Value len, int64_t width) {
   auto sourceType = cast<RankedTensorType>(source.getType());
   SmallVector<OpFoldResult> offsets = {i0, i1, offset, b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(1),
-                                     len, b.getIndexAttr(width)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(1), len,
+                                     b.getIndexAttr(width)};
   SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
   auto type = RankedTensorType::get({ShapedType::kDynamic, width},
                                     sourceType.getElementType());
@@ -117,8 +116,8 @@ Value FlashBuilder::filled(ArrayRef<OpFoldResult> sizes, double value) {
       .getResult(0);
 }
 
-Value FlashBuilder::inlineRegion(OpBuilder &builder, Location l,
-                                 Region &region, ValueRange args) {
+Value FlashBuilder::inlineRegion(OpBuilder &builder, Location l, Region &region,
+                                 ValueRange args) {
   IRMapping mapping;
   Block &block = region.front();
   mapping.map(block.getArguments(), args);
@@ -128,8 +127,8 @@ Value FlashBuilder::inlineRegion(OpBuilder &builder, Location l,
       cast<YieldOp>(block.getTerminator()).getValues()[0]);
 }
 
-Value FlashBuilder::scores(Value q, Value k, Value kvStart,
-                           const Position &pos, bool applyCausal) {
+Value FlashBuilder::scores(Value q, Value k, Value kvStart, const Position &pos,
+                           bool applyCausal) {
   OpBuilder &builder = b;
   bool applyMask = op.hasMaskMod();
   MLIRContext *ctx = builder.getContext();
@@ -156,9 +155,8 @@ Value FlashBuilder::scores(Value q, Value k, Value kvStart,
           [&](OpBuilder &nb, Location l, ValueRange args) {
             Value prod = arith::MulFOp::create(nb, l, toF32(nb, l, args[0]),
                                                toF32(nb, l, args[1]));
-            linalg::YieldOp::create(nb, l,
-                                    arith::AddFOp::create(nb, l, args[2], prod)
-                                        .getResult());
+            linalg::YieldOp::create(
+                nb, l, arith::AddFOp::create(nb, l, args[2], prod).getResult());
           })
           .getResult(0);
 
@@ -179,8 +177,8 @@ Value FlashBuilder::scores(Value q, Value k, Value kvStart,
                    nb, l, kvStart, linalg::IndexOp::create(nb, l, 1));
                Value x = args[0];
                if (hasScoreMod) {
-                 x = arith::MulFOp::create(
-                     nb, l, x, f32Const(nb, l, op.getScaleValue()));
+                 x = arith::MulFOp::create(nb, l, x,
+                                           f32Const(nb, l, op.getScaleValue()));
                  x = inlineRegion(nb, l, op.getScoreMod(),
                                   {x, pos.b, pos.h, qi, kvi});
                }
@@ -197,8 +195,7 @@ Value FlashBuilder::scores(Value q, Value k, Value kvStart,
                if (keep)
                  x = arith::SelectOp::create(
                      nb, l, keep, x,
-                     f32Const(nb, l,
-                              -std::numeric_limits<double>::infinity()));
+                     f32Const(nb, l, -std::numeric_limits<double>::infinity()));
                linalg::YieldOp::create(nb, l, x);
              })
       .getResult(0);
@@ -216,8 +213,8 @@ SmallVector<Value> FlashBuilder::step(Value kv0, ValueRange carried,
       AffineMap::get(0, 2, {b.getAffineConstantExpr(kvTile), s0 - s1},
                      b.getContext()),
       ValueRange{dim(op.getKey(), 2), kv0});
-  Value k = rowsOf(op.getKey(), pos.localB, pos.kvHead, kv0, len,
-                   op.getHeadDim());
+  Value k =
+      rowsOf(op.getKey(), pos.localB, pos.kvHead, kv0, len, op.getHeadDim());
   Value v = rowsOf(op.getValue(), pos.localB, pos.kvHead, kv0, len,
                    op.getValueHeadDim());
   Value kvStart = arith::AddIOp::create(b, loc, offKV, kv0);
@@ -225,9 +222,9 @@ SmallVector<Value> FlashBuilder::step(Value kv0, ValueRange carried,
 
   // Without a score_mod the scale folds into the softmax's exp2.
   float scale = op.hasScoreMod() ? 1.0f : op.getScaleValue();
-  auto softmax = OnlineSoftmaxOp::create(
-      b, loc, s.getType(), max.getType(), max.getType(), max.getType(), s,
-      max, sum, b.getF32FloatAttr(scale));
+  auto softmax = OnlineSoftmaxOp::create(b, loc, s.getType(), max.getType(),
+                                         max.getType(), max.getType(), s, max,
+                                         sum, b.getF32FloatAttr(scale));
 
   MLIRContext *ctx = b.getContext();
   AffineExpr i, j, d;
@@ -248,29 +245,26 @@ SmallVector<Value> FlashBuilder::step(Value kv0, ValueRange carried,
   Value next =
       linalg::GenericOp::create(
           b, loc, acc.getType(), ValueRange{softmax.getProbs(), v},
-          ValueRange{rescaled},
-          mapsOf(ctx, {{i, j}, {j, d}, {i, d}}),
+          ValueRange{rescaled}, mapsOf(ctx, {{i, j}, {j, d}, {i, d}}),
           {IteratorType::parallel, IteratorType::reduction,
            IteratorType::parallel},
           [&](OpBuilder &nb, Location l, ValueRange args) {
             Value prod =
                 arith::MulFOp::create(nb, l, args[0], toF32(nb, l, args[1]));
             linalg::YieldOp::create(
-                nb, l,
-                arith::AddFOp::create(nb, l, args[2], prod).getResult());
+                nb, l, arith::AddFOp::create(nb, l, args[2], prod).getResult());
           })
           .getResult(0);
   return {next, softmax.getNewMax(), softmax.getNewSum()};
 }
 
 SmallVector<Value> FlashBuilder::kvLoop(Value lb, Value ub, ValueRange init,
-                                        const Position &pos,
-                                        bool applyCausal) {
+                                        const Position &pos, bool applyCausal) {
   auto loop = scf::ForOp::create(b, loc, lb, ub, index(kvTile), init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
-  SmallVector<Value> next = step(loop.getInductionVar(),
-                                 loop.getRegionIterArgs(), pos, applyCausal);
+  SmallVector<Value> next =
+      step(loop.getInductionVar(), loop.getRegionIterArgs(), pos, applyCausal);
   scf::YieldOp::create(b, loc, next);
   return SmallVector<Value>(loop.getResults());
 }
@@ -290,24 +284,23 @@ SmallVector<Value> FlashBuilder::finish(ValueRange state, ValueRange outs,
   Value empty = tensor::EmptyOp::create(
       b, loc, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(dv)},
       outType.getElementType());
-  Value out =
-      linalg::GenericOp::create(
-          b, loc, empty.getType(), ValueRange{acc, sum}, ValueRange{empty},
-          mapsOf(ctx, {{i, j}, {i}, {i, j}}),
-          {IteratorType::parallel, IteratorType::parallel},
-          [&](OpBuilder &nb, Location l, ValueRange args) {
-            Value zeroF = f32Const(nb, l, 0.0);
-            Value empty = arith::CmpFOp::create(
-                nb, l, arith::CmpFPredicate::OEQ, args[1], zeroF);
-            Value x = arith::SelectOp::create(
-                nb, l, empty, zeroF,
-                arith::DivFOp::create(nb, l, args[0], args[1]));
-            Type elementType = args[2].getType();
-            if (elementType != f32)
-              x = arith::TruncFOp::create(nb, l, elementType, x);
-            linalg::YieldOp::create(nb, l, x);
-          })
-          .getResult(0);
+  Value out = linalg::GenericOp::create(
+                  b, loc, empty.getType(), ValueRange{acc, sum},
+                  ValueRange{empty}, mapsOf(ctx, {{i, j}, {i}, {i, j}}),
+                  {IteratorType::parallel, IteratorType::parallel},
+                  [&](OpBuilder &nb, Location l, ValueRange args) {
+                    Value zeroF = f32Const(nb, l, 0.0);
+                    Value empty = arith::CmpFOp::create(
+                        nb, l, arith::CmpFPredicate::OEQ, args[1], zeroF);
+                    Value x = arith::SelectOp::create(
+                        nb, l, empty, zeroF,
+                        arith::DivFOp::create(nb, l, args[0], args[1]));
+                    Type elementType = args[2].getType();
+                    if (elementType != f32)
+                      x = arith::TruncFOp::create(nb, l, elementType, x);
+                    linalg::YieldOp::create(nb, l, x);
+                  })
+                  .getResult(0);
 
   SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
   SmallVector<Value> results = {tensor::InsertSliceOp::create(
@@ -323,23 +316,21 @@ SmallVector<Value> FlashBuilder::finish(ValueRange state, ValueRange outs,
     // -inf for rows with nothing unmasked.
     Value emptyRow =
         tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{rows}, f32);
-    Value lse =
-        linalg::GenericOp::create(
-            b, loc, emptyRow.getType(), ValueRange{max, sum},
-            ValueRange{emptyRow},
-            mapsOf(ctx, {{i}, {i}, {i}}),
-            {IteratorType::parallel},
-            [&](OpBuilder &nb, Location l, ValueRange args) {
-              Value empty = arith::CmpFOp::create(
-                  nb, l, arith::CmpFPredicate::OEQ, args[1],
-                  f32Const(nb, l, 0.0));
-              Value x = arith::AddFOp::create(
-                  nb, l, args[0], math::LogOp::create(nb, l, args[1]));
-              x = arith::SelectOp::create(nb, l, empty,
-                                          f32Const(nb, l, negInf), x);
-              linalg::YieldOp::create(nb, l, x);
-            })
-            .getResult(0);
+    Value lse = linalg::GenericOp::create(
+                    b, loc, emptyRow.getType(), ValueRange{max, sum},
+                    ValueRange{emptyRow}, mapsOf(ctx, {{i}, {i}, {i}}),
+                    {IteratorType::parallel},
+                    [&](OpBuilder &nb, Location l, ValueRange args) {
+                      Value empty = arith::CmpFOp::create(
+                          nb, l, arith::CmpFPredicate::OEQ, args[1],
+                          f32Const(nb, l, 0.0));
+                      Value x = arith::AddFOp::create(
+                          nb, l, args[0], math::LogOp::create(nb, l, args[1]));
+                      x = arith::SelectOp::create(nb, l, empty,
+                                                  f32Const(nb, l, negInf), x);
+                      linalg::YieldOp::create(nb, l, x);
+                    })
+                    .getResult(0);
     results.push_back(tensor::InsertSliceOp::create(
         b, loc, lse, outs[1],
         ArrayRef<OpFoldResult>{pos.localB, pos.localH, b.getIndexAttr(0)},
@@ -370,8 +361,8 @@ SmallVector<Value> FlashBuilder::build() {
     // Row q (whole problem) sees kv <= q: local kv < offQ + rows - offKV.
     Value bound = arith::SubIOp::create(
         b, loc, arith::AddIOp::create(b, loc, offQ, rows), offKV);
-    kvEnd = arith::MinSIOp::create(
-        b, loc, n, arith::MaxSIOp::create(b, loc, zero, bound));
+    kvEnd = arith::MinSIOp::create(b, loc, n,
+                                   arith::MaxSIOp::create(b, loc, zero, bound));
     // The tile [j, j + kvTile) is below the diagonal for every row when
     // offKV + j + kvTile - 1 <= offQ: the first
     // floor((offQ - offKV + 1) / kvTile) tiles need no mask.
@@ -381,8 +372,7 @@ SmallVector<Value> FlashBuilder::build() {
         b, loc, arith::MaxSIOp::create(b, loc, zero, firstVisible),
         index(kvTile));
     fullEnd = arith::MinSIOp::create(
-        b, loc, kvEnd,
-        arith::MulIOp::create(b, loc, fullTiles, index(kvTile)));
+        b, loc, kvEnd, arith::MulIOp::create(b, loc, fullTiles, index(kvTile)));
   }
 
   SmallVector<Value> inits = {op.getOutputs()[0]};

@@ -74,9 +74,8 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
           .getResult();
     };
     auto filledRow = [&](double value) {
-      return linalg::FillOp::create(rewriter, loc,
-                                    f32Constant(rewriter, loc, value),
-                                    emptyRow())
+      return linalg::FillOp::create(
+                 rewriter, loc, f32Constant(rewriter, loc, value), emptyRow())
           .getResult(0);
     };
     AffineMap rowIdentity = rewriter.getMultiDimIdentityMap(rank - 1);
@@ -134,14 +133,13 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
     //    same pass over the tile. The tile's sum starts from 0 and joins the
     //    running sum afterwards: a blocked sum, whose rounding error grows
     //    with the tile and the number of tiles, not with the whole row.
-    Value emptyProbs =
-        tensor::EmptyOp::create(rewriter, loc,
-                                tensor::getMixedSizes(rewriter, loc, scores),
-                                rewriter.getF32Type());
+    Value emptyProbs = tensor::EmptyOp::create(
+        rewriter, loc, tensor::getMixedSizes(rewriter, loc, scores),
+        rewriter.getF32Type());
     Value zeroRow = filledRow(0.0);
     auto probs = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{scoresType, rowType},
-        ValueRange{scores, bias}, ValueRange{emptyProbs, zeroRow},
+        rewriter, loc, TypeRange{scoresType, rowType}, ValueRange{scores, bias},
+        ValueRange{emptyProbs, zeroRow},
         ArrayRef<AffineMap>{elementMap, rowMap, elementMap, rowMap},
         rowReduction, [&](OpBuilder &b, Location l, ValueRange args) {
           Value c = f32Constant(b, l, scale * kLog2E);
@@ -159,8 +157,8 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
               b, l, arith::AddFOp::create(b, l, args[0], args[1]).getResult());
         });
 
-    rewriter.replaceOp(op, {probs.getResult(0), newMax, newSum.getResult(0),
-                            correction});
+    rewriter.replaceOp(
+        op, {probs.getResult(0), newMax, newSum.getResult(0), correction});
     return success();
   }
 };

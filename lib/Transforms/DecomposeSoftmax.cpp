@@ -38,8 +38,7 @@ Value f32Const(OpBuilder &b, Location loc, double v) {
 
 struct SoftmaxLowering {
   SoftmaxLowering(PatternRewriter &b, SoftmaxOp op, int64_t rowTile)
-      : b(b), loc(op.getLoc()), op(op), rowTile(rowTile),
-        f32(b.getF32Type()) {
+      : b(b), loc(op.getLoc()), op(op), rowTile(rowTile), f32(b.getF32Type()) {
     auto type = cast<RankedTensorType>(op.getInput().getType());
     rank = type.getRank();
     elementMap = b.getMultiDimIdentityMap(rank);
@@ -62,8 +61,8 @@ struct SoftmaxLowering {
     auto type = cast<RankedTensorType>(x.getType());
     if (type.getElementType().isF32())
       return x;
-    Value empty = tensor::EmptyOp::create(
-        b, loc, tensor::getMixedSizes(b, loc, x), f32);
+    Value empty =
+        tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, x), f32);
     return linalg::GenericOp::create(
                b, loc, empty.getType(), ValueRange{x}, ValueRange{empty},
                ArrayRef<AffineMap>{elementMap, elementMap}, parallel,
@@ -91,8 +90,8 @@ struct SoftmaxLowering {
                  Value empty = arith::CmpFOp::create(
                      nb, l, arith::CmpFPredicate::OEQ, args[2], zero);
                  // With sum 0 the max is -inf; use 0 so no inf - inf occurs.
-                 Value max = arith::SelectOp::create(nb, l, empty, zero,
-                                                     args[1]);
+                 Value max =
+                     arith::SelectOp::create(nb, l, empty, zero, args[1]);
                  Value e = math::Exp2Op::create(
                      nb, l,
                      arith::MulFOp::create(
@@ -130,9 +129,9 @@ struct SoftmaxLowering {
     if (!ShapedType::isDynamic(n) && n <= rowTile) {
       // The row fits: one pass of statistics over it, then normalize.
       Value row = widen(x);
-      auto step = OnlineSoftmaxOp::create(
-          b, loc, row.getType(), max.getType(), max.getType(), max.getType(),
-          row, max, sum, b.getF32FloatAttr(1.0f));
+      auto step = OnlineSoftmaxOp::create(b, loc, row.getType(), max.getType(),
+                                          max.getType(), max.getType(), row,
+                                          max, sum, b.getF32FloatAttr(1.0f));
       return normalize(x, step.getNewMax(), step.getNewSum(), op.getOutput());
     }
 
@@ -141,21 +140,21 @@ struct SoftmaxLowering {
     Value tile = arith::ConstantIndexOp::create(b, loc, rowTile);
     Value length = tensor::DimOp::create(b, loc, x, rank - 1);
     auto chunkLength = [&](Value j0) {
-      return arith::MinSIOp::create(
-                 b, loc, tile, arith::SubIOp::create(b, loc, length, j0))
+      return arith::MinSIOp::create(b, loc, tile,
+                                    arith::SubIOp::create(b, loc, length, j0))
           .getResult();
     };
-    auto stats = scf::ForOp::create(b, loc, zero, length, tile,
-                                    ValueRange{max, sum});
+    auto stats =
+        scf::ForOp::create(b, loc, zero, length, tile, ValueRange{max, sum});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(stats.getBody());
       Value j0 = stats.getInductionVar();
       Value piece = widen(chunk(x, j0, chunkLength(j0)));
       auto step = OnlineSoftmaxOp::create(
-          b, loc, piece.getType(), max.getType(), max.getType(),
-          max.getType(), piece, stats.getRegionIterArgs()[0],
-          stats.getRegionIterArgs()[1], b.getF32FloatAttr(1.0f));
+          b, loc, piece.getType(), max.getType(), max.getType(), max.getType(),
+          piece, stats.getRegionIterArgs()[0], stats.getRegionIterArgs()[1],
+          b.getF32FloatAttr(1.0f));
       scf::YieldOp::create(b, loc,
                            ValueRange{step.getNewMax(), step.getNewSum()});
     }
@@ -174,8 +173,8 @@ struct SoftmaxLowering {
           sizes = tensor::getMixedSizes(b, loc, piece),
           strides(rank, b.getIndexAttr(1));
       offsets.back() = j0;
-      Value updated = tensor::InsertSliceOp::create(b, loc, piece, out,
-                                                    offsets, sizes, strides);
+      Value updated = tensor::InsertSliceOp::create(b, loc, piece, out, offsets,
+                                                    sizes, strides);
       scf::YieldOp::create(b, loc, updated);
     }
     return write.getResult(0);

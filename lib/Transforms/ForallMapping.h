@@ -14,8 +14,7 @@
 namespace mlir::attn {
 
 /// Whether `forall` has a mapping made only of `MappingAttrs`.
-template <typename... MappingAttrs>
-bool isMappedTo(scf::ForallOp forall) {
+template <typename... MappingAttrs> bool isMappedTo(scf::ForallOp forall) {
   std::optional<ArrayAttr> mapping = forall.getMapping();
   return mapping && !mapping->empty() &&
          llvm::all_of(*mapping, [](Attribute attr) {
@@ -24,8 +23,7 @@ bool isMappedTo(scf::ForallOp forall) {
 }
 
 /// Whether `op` is inside an scf.forall mapped to one of `MappingAttrs`.
-template <typename... MappingAttrs>
-bool isInsideForallMappedTo(Operation *op) {
+template <typename... MappingAttrs> bool isInsideForallMappedTo(Operation *op) {
   for (auto forall = op->getParentOfType<scf::ForallOp>(); forall;
        forall = forall->getParentOfType<scf::ForallOp>())
     if (isMappedTo<MappingAttrs...>(forall))

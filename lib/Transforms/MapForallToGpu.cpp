@@ -51,8 +51,7 @@ void inlineBody(RewriterBase &rewriter, scf::ForallOp forall,
   rewriter.inlineBlockBefore(body, point, ivs);
 }
 
-struct MapForallToGpuPass
-    : attn::impl::MapForallToGpuBase<MapForallToGpuPass> {
+struct MapForallToGpuPass : attn::impl::MapForallToGpuBase<MapForallToGpuPass> {
   using MapForallToGpuBase::MapForallToGpuBase;
 
   void runOnOperation() override {
@@ -102,11 +101,11 @@ struct MapForallToGpuPass
       FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
           presburger::BoundType::UB,
           ValueBoundsConstraintSet::Variable(
-              AffineMap::get(0, 3,
-                             (getAffineSymbolExpr(1, loop.getContext()) -
-                              getAffineSymbolExpr(0, loop.getContext()))
-                                 .ceilDiv(getAffineSymbolExpr(
-                                     2, loop.getContext()))),
+              AffineMap::get(
+                  0, 3,
+                  (getAffineSymbolExpr(1, loop.getContext()) -
+                   getAffineSymbolExpr(0, loop.getContext()))
+                      .ceilDiv(getAffineSymbolExpr(2, loop.getContext()))),
               ArrayRef<ValueBoundsConstraintSet::Variable>{
                   loop.getMixedLowerBound()[0], loop.getMixedUpperBound()[0],
                   loop.getMixedStep()[0]}),
@@ -118,8 +117,8 @@ struct MapForallToGpuPass
       threads = std::max(threads, *bound);
     }
     if (threads > 1024)
-      return grid.emitOpError() << "needs " << threads
-                                << " threads per block; the limit is 1024";
+      return grid.emitOpError()
+             << "needs " << threads << " threads per block; the limit is 1024";
 
     // Grid: one block per iteration, loops on the dims their mapping names.
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
@@ -137,9 +136,8 @@ struct MapForallToGpuPass
                     grid.getMixedUpperBound()[i], grid.getMixedStep()[i]));
     }
     Value blockSize = arith::ConstantIndexOp::create(rewriter, loc, threads);
-    auto launch = gpu::LaunchOp::create(rewriter, loc, gridSize[0],
-                                        gridSize[1], gridSize[2], blockSize,
-                                        one, one);
+    auto launch = gpu::LaunchOp::create(rewriter, loc, gridSize[0], gridSize[1],
+                                        gridSize[2], blockSize, one, one);
     rewriter.setInsertionPointToStart(&launch.getBody().front());
     gpu::KernelDim3 blockIds = launch.getBlockIds();
     Value blockId[3] = {blockIds.x, blockIds.y, blockIds.z};
@@ -147,8 +145,7 @@ struct MapForallToGpuPass
     for (auto [i, dim] : llvm::enumerate(dimOf))
       ivs.push_back(inductionValue(rewriter, loc, grid.getMixedLowerBound()[i],
                                    blockId[dim], grid.getMixedStep()[i]));
-    auto terminator =
-        gpu::TerminatorOp::create(rewriter, loc);
+    auto terminator = gpu::TerminatorOp::create(rewriter, loc);
     inlineBody(rewriter, grid, ivs, terminator);
     rewriter.eraseOp(grid);
 
@@ -168,9 +165,9 @@ struct MapForallToGpuPass
       auto guard = scf::IfOp::create(rewriter, loop.getLoc(), active,
                                      /*withElseRegion=*/false);
       rewriter.setInsertionPointToStart(guard.thenBlock());
-      Value iv = inductionValue(rewriter, loop.getLoc(),
-                                loop.getMixedLowerBound()[0], threadId,
-                                loop.getMixedStep()[0]);
+      Value iv =
+          inductionValue(rewriter, loop.getLoc(), loop.getMixedLowerBound()[0],
+                         threadId, loop.getMixedStep()[0]);
       inlineBody(rewriter, loop, {iv}, guard.thenBlock()->getTerminator());
       rewriter.eraseOp(loop);
     }

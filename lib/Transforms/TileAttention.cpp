@@ -63,8 +63,7 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
           rewriter, cast<TilingInterface>(op.getOperation()), options);
       if (failed(tiled)) {
         op.emitOpError() << "could not be tiled into (1, 1, "
-                         << static_cast<int64_t>(qTile)
-                         << ") tiles";
+                         << static_cast<int64_t>(qTile) << ") tiles";
         return signalPassFailure();
       }
       rewriter.replaceOp(op, tiled->replacements);

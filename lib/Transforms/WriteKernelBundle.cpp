@@ -18,8 +18,8 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace mlir::attn {
@@ -41,7 +41,8 @@ FailureOr<std::string> expression(Value value) {
     return failure();
   }
   Operation *op = value.getDefiningOp();
-  auto binary = [&](StringRef name, Value a, Value b) -> FailureOr<std::string> {
+  auto binary = [&](StringRef name, Value a,
+                    Value b) -> FailureOr<std::string> {
     FailureOr<std::string> x = expression(a), y = expression(b);
     if (failed(x) || failed(y))
       return failure();
@@ -69,10 +70,18 @@ FailureOr<std::string> expression(Value value) {
           return failure();
         return "dim(" + *source + ", " + std::to_string(*index) + ")";
       })
-      .Case([&](arith::AddIOp o) { return binary("add", o.getLhs(), o.getRhs()); })
-      .Case([&](arith::SubIOp o) { return binary("sub", o.getLhs(), o.getRhs()); })
-      .Case([&](arith::MulIOp o) { return binary("mul", o.getLhs(), o.getRhs()); })
-      .Case([&](arith::DivUIOp o) { return binary("div", o.getLhs(), o.getRhs()); })
+      .Case([&](arith::AddIOp o) {
+        return binary("add", o.getLhs(), o.getRhs());
+      })
+      .Case([&](arith::SubIOp o) {
+        return binary("sub", o.getLhs(), o.getRhs());
+      })
+      .Case([&](arith::MulIOp o) {
+        return binary("mul", o.getLhs(), o.getRhs());
+      })
+      .Case([&](arith::DivUIOp o) {
+        return binary("div", o.getLhs(), o.getRhs());
+      })
       .Case([&](arith::CeilDivUIOp o) {
         return binary("ceildiv", o.getLhs(), o.getRhs());
       })
@@ -126,17 +135,17 @@ struct WriteKernelBundlePass
                                 "format=isa or format=bin";
         return signalPassFailure();
       }
-      std::string file = prefix + binary.getName().str() +
-                         (isPtx ? ".ptx" : ".cubin");
+      std::string file =
+          prefix + binary.getName().str() + (isPtx ? ".ptx" : ".cubin");
       if (failed(writeFile(file, object.getObject().getValue())))
         return signalPassFailure();
       std::string target;
       llvm::raw_string_ostream(target) << object.getTarget();
-      binaries.push_back(llvm::json::Object{
-          {"name", binary.getName()},
-          {"file", llvm::sys::path::filename(file).str()},
-          {"format", isPtx ? "ptx" : "cubin"},
-          {"target", target}});
+      binaries.push_back(
+          llvm::json::Object{{"name", binary.getName()},
+                             {"file", llvm::sys::path::filename(file).str()},
+                             {"format", isPtx ? "ptx" : "cubin"},
+                             {"target", target}});
     }
 
     llvm::json::Array functions;
@@ -178,18 +187,18 @@ struct WriteKernelBundlePass
         llvm::raw_string_ostream(text) << type;
         args.push_back(text);
       }
-      functions.push_back(llvm::json::Object{{"name", func.getName()},
-                                             {"args", std::move(args)},
-                                             {"launches", std::move(launches)}});
+      functions.push_back(
+          llvm::json::Object{{"name", func.getName()},
+                             {"args", std::move(args)},
+                             {"launches", std::move(launches)}});
     }
 
     std::string json;
     llvm::raw_string_ostream os(json);
-    os << llvm::formatv(
-        "{0:2}", llvm::json::Value(llvm::json::Object{
-                     {"version", 1},
-                     {"binaries", std::move(binaries)},
-                     {"functions", std::move(functions)}}));
+    os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                     {"version", 1},
+                                     {"binaries", std::move(binaries)},
+                                     {"functions", std::move(functions)}}));
     os << "\n";
     if (failed(writeFile(prefix + "bundle.json", json)))
       return signalPassFailure();

@@ -28,8 +28,7 @@ uint64_t asUnsigned(double value, Type type) {
   return width >= 64 ? bits : bits & ((uint64_t(1) << width) - 1);
 }
 
-bool compareInt(arith::CmpIPredicate predicate, double a, double b,
-                Type type) {
+bool compareInt(arith::CmpIPredicate predicate, double a, double b, Type type) {
   auto sa = static_cast<int64_t>(a), sb = static_cast<int64_t>(b);
   uint64_t ua = asUnsigned(a, type), ub = asUnsigned(b, type);
   switch (predicate) {
@@ -173,19 +172,20 @@ double RegionInterpreter::run(Region &region, ArrayRef<double> args) const {
         .Case([&](arith::AddIOp) { r = wrapInt(ia() + ib(), type); })
         .Case([&](arith::SubIOp) { r = wrapInt(ia() - ib(), type); })
         .Case([&](arith::MulIOp) { r = wrapInt(ia() * ib(), type); })
-        .Case([&](arith::DivSIOp) { r = ib() ? wrapInt(ia() / ib(), type) : 0; })
+        .Case(
+            [&](arith::DivSIOp) { r = ib() ? wrapInt(ia() / ib(), type) : 0; })
         .Case([&](arith::DivUIOp) {
           uint64_t d = asUnsigned(b(), type);
           r = d ? static_cast<double>(asUnsigned(a(), type) / d) : 0;
         })
-        .Case([&](arith::RemSIOp) { r = ib() ? wrapInt(ia() % ib(), type) : 0; })
+        .Case(
+            [&](arith::RemSIOp) { r = ib() ? wrapInt(ia() % ib(), type) : 0; })
         .Case([&](arith::RemUIOp) {
           uint64_t d = asUnsigned(b(), type);
           r = d ? static_cast<double>(asUnsigned(a(), type) % d) : 0;
         })
-        .Case([&](arith::FloorDivSIOp) {
-          r = ib() ? std::floor(a() / b()) : 0;
-        })
+        .Case(
+            [&](arith::FloorDivSIOp) { r = ib() ? std::floor(a() / b()) : 0; })
         .Case([&](arith::CeilDivSIOp) { r = ib() ? std::ceil(a() / b()) : 0; })
         .Case([&](arith::MinSIOp) { r = std::min(a(), b()); })
         .Case([&](arith::MaxSIOp) { r = std::max(a(), b()); })
@@ -243,8 +243,8 @@ double RegionInterpreter::run(Region &region, ArrayRef<double> args) const {
             int64_t size = tensor->shape()[i];
             // Out-of-bounds reads are undefined; the reference clamps so
             // that it never reads outside the buffer.
-            position = std::min<int64_t>(std::max<int64_t>(position, 0),
-                                         size - 1);
+            position =
+                std::min<int64_t>(std::max<int64_t>(position, 0), size - 1);
             linear = linear * size + position;
           }
           r = tensor->get(linear);
@@ -289,8 +289,8 @@ ReferenceResult attn_run::referenceAttention(mlir::attn::AttentionOp op,
         for (int64_t j = 0; j < n; ++j) {
           bool visible = !causal || j <= i;
           if (visible && op.hasMaskMod())
-            visible = interp.run(op.getMaskMod(),
-                                 {double(b), double(h), double(i), double(j)}) != 0;
+            visible = interp.run(op.getMaskMod(), {double(b), double(h),
+                                                   double(i), double(j)}) != 0;
           keep[j] = visible;
           if (!visible)
             continue;

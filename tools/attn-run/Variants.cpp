@@ -174,13 +174,14 @@ llvm::Expected<std::string> attn_run::softmaxSource(const std::string &dtype) {
   if (dtype != "f32" && dtype != "f16" && dtype != "bf16")
     return llvm::createStringError("--dtype must be f32, f16 or bf16, not '" +
                                    dtype + "'");
-  return llvm::formatv(R"(func.func @softmax(%x: tensor<?x?x{0}>, %y: tensor<?x?x{0}>)
+  return llvm::formatv(
+             R"(func.func @softmax(%x: tensor<?x?x{0}>, %y: tensor<?x?x{0}>)
     -> tensor<?x?x{0}> {{
   %r = attn.softmax ins(%x : tensor<?x?x{0}>) outs(%y : tensor<?x?x{0}>)
       -> tensor<?x?x{0}>
   return %r : tensor<?x?x{0}>
 }
 )",
-                       dtype)
+             dtype)
       .str();
 }

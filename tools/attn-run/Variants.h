@@ -17,7 +17,7 @@
 namespace attn_run {
 
 struct VariantSpec {
-  std::string dtype = "f32"; // f32, f16 or bf16
+  std::string dtype = "f32";          // f32, f16 or bf16
   int64_t headDim = 64, valueDim = 0; // valueDim 0: same as headDim
   bool causal = false;
   bool logsumexp = false;

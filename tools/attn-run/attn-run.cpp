@@ -40,8 +40,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <random>
 
@@ -251,8 +251,7 @@ double relativeError(const HostTensor &out, const std::vector<double> &ref,
 }
 
 /// Prints the summary line of a sweep; returns the exit code.
-int summarize(unsigned cases, unsigned failures, double worst,
-              double allowed) {
+int summarize(unsigned cases, unsigned failures, double worst, double allowed) {
   if (!json)
     llvm::outs() << llvm::formatv(
         "attn-run: {0} of {1} cases pass (worst error {2:e}, tolerance "
@@ -283,7 +282,8 @@ int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
 
   double compileMs;
   auto [engine, entry] = compileForCpu(module, func, compileMs);
-  Type inElement = inType.getElementType(), outElement = outType.getElementType();
+  Type inElement = inType.getElementType(),
+       outElement = outType.getElementType();
   bool wide = inElement.isF32() && outElement.isF32();
   double allowed = tolerance > 0 ? tolerance.getValue() : (wide ? 1e-5 : 2e-3);
   std::string typeName;
@@ -339,8 +339,8 @@ int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
             m, n, typeName, error, allowed, runMs, pass ? "true" : "false");
       else
         llvm::outs() << llvm::formatv(
-            "  rows={0} length={1}: run {2:f3} ms, error {3:e}{4}: {5}\n", m,
-            n, runMs, error, finite ? "" : ", non-finite or unwritten outputs",
+            "  rows={0} length={1}: run {2:f3} ms, error {3:e}{4}: {5}\n", m, n,
+            runMs, error, finite ? "" : ", non-finite or unwritten outputs",
             pass ? "PASS" : "FAIL");
     }
   return summarize(cases, failures, worst, allowed);
@@ -374,9 +374,8 @@ int main(int argc, char **argv) {
     spec.scoreMod = scoreMod;
     if (opName != "attention" && opName != "softmax")
       fail("--op must be attention or softmax, not '" + opName + "'");
-    llvm::Expected<std::string> text = opName == "softmax"
-                                           ? softmaxSource(dtype)
-                                           : variantSource(spec);
+    llvm::Expected<std::string> text =
+        opName == "softmax" ? softmaxSource(dtype) : variantSource(spec);
     if (!text)
       fail(llvm::toString(text.takeError()));
     source = *text;
@@ -403,9 +402,8 @@ int main(int argc, char **argv) {
 
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(source, inputFile.empty()
-                                                       ? "<variant>"
-                                                       : inputFile.getValue()),
+      llvm::MemoryBuffer::getMemBufferCopy(
+          source, inputFile.empty() ? "<variant>" : inputFile.getValue()),
       llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
@@ -448,8 +446,10 @@ int main(int argc, char **argv) {
   auto argIndex = [&](Value v, const char *role) -> unsigned {
     auto arg = dyn_cast<BlockArgument>(v);
     if (!arg || arg.getOwner() != &func.getBody().front())
-      fail(llvm::Twine("the ") + role + " of the attn.attention must be an "
-           "argument of @" + func.getName());
+      fail(llvm::Twine("the ") + role +
+           " of the attn.attention must be an "
+           "argument of @" +
+           func.getName());
     return arg.getArgNumber();
   };
 
@@ -527,8 +527,8 @@ int main(int argc, char **argv) {
   double allowed = tolerance > 0 ? tolerance.getValue()
                                  : (elementType.isF32() ? 1e-5 : 2e-3);
   if (!json)
-    llvm::outs() << "attn-run: target=cpu @" << func.getName() << " dtype="
-                 << typeName << " D=" << op.getHeadDim()
+    llvm::outs() << "attn-run: target=cpu @" << func.getName()
+                 << " dtype=" << typeName << " D=" << op.getHeadDim()
                  << " Dv=" << op.getValueHeadDim()
                  << (op.getCausal() ? " causal" : "")
                  << (op.hasMaskMod() ? " mask_mod" : "")

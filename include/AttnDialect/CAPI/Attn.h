@@ -1,4 +1,5 @@
-/*===- Attn.h - C API of the attn dialect --------------------------*- C -*-===*\
+/*===- Attn.h - C API of the attn dialect --------------------------*- C
+-*-===*\
 |*                                                                            *|
 |* Registers the attn dialect and its passes from C (and from the Python      *|
 |* bindings built on it).                                                     *|
@@ -20,7 +21,8 @@ MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(Attn, attn);
 /// Adds attn and every upstream dialect and extension that attn-opt has
 /// (func, arith, math, tensor, linalg, scf, gpu, nvvm, ...) to `registry`:
 /// what attn IR and its pipelines use.
-MLIR_CAPI_EXPORTED void mlirAttnRegisterAllDialects(MlirDialectRegistry registry);
+MLIR_CAPI_EXPORTED void
+mlirAttnRegisterAllDialects(MlirDialectRegistry registry);
 
 /// Whether `type` is an !attn.block_mask.
 MLIR_CAPI_EXPORTED bool mlirAttnTypeIsABlockMask(MlirType type);
