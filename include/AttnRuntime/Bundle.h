@@ -1,0 +1,93 @@
+//===- Bundle.h - kernel bundles written by attn-write-kernel-bundle -*- C++ -*-===//
+//
+// A bundle is PTX or cubin files plus bundle.json, which says, per host
+// function, how to launch its kernels: grid, block and kernel operands as
+// expressions over the function's arguments. This reads it and evaluates
+// the expressions for concrete arguments; it needs neither MLIR nor CUDA.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNRUNTIME_BUNDLE_H
+#define ATTNRUNTIME_BUNDLE_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attn::runtime {
+
+/// A launch expression: an integer, an f32 constant, a function argument
+/// (%argN), dim(E, k), add/sub/mul/div/ceildiv(E, E), or an affine map over
+/// symbols applied to expressions.
+struct Expr {
+  enum class Kind { Int, F32, Arg, Dim, Binary, Affine } kind = Kind::Int;
+  int64_t value = 0;    // Int; Arg: the argument number; Dim: the dim
+  float f32 = 0;        // F32
+  std::string op;       // Binary: add, sub, mul, div, ceildiv
+  std::string affine;   // Affine: the map's result expression
+  std::vector<std::string> symbols; // Affine: s0, s1, ...
+  std::vector<Expr> operands;
+
+  /// Parses the text form the bundle writer prints.
+  static bool parse(const std::string &text, Expr &expr, std::string &error);
+};
+
+/// A host argument: a dense row-major buffer (its device address) and its
+/// shape. Scalars are not host arguments of attn functions.
+struct Argument {
+  uint64_t address = 0;
+  std::vector<int64_t> shape;
+};
+
+/// One kernel parameter, as cuLaunchKernel takes it.
+struct Param {
+  enum class Kind { I64, F32, Pointer } kind = Kind::I64;
+  int64_t i64 = 0;
+  float f32 = 0;
+  uint64_t pointer = 0;
+};
+
+/// Integer value of `expr` for `args`; false with `error` if it is not an
+/// integer or refers to something missing.
+bool evaluateIndex(const Expr &expr, const std::vector<Argument> &args,
+                   int64_t &value, std::string &error);
+
+struct Launch {
+  std::string module, kernel;
+  Expr grid[3], block[3];
+  std::vector<Expr> operands;
+
+  /// The kernel parameters for `args`: memrefs expand to MLIR descriptors
+  /// (allocated pointer, aligned pointer, offset, sizes, strides).
+  bool params(const std::vector<Argument> &args, std::vector<Param> &out,
+              std::string &error) const;
+};
+
+struct Function {
+  std::string name;
+  std::vector<std::string> argTypes; // MLIR types, e.g. memref<?x8x?x64xf16>
+  std::vector<Launch> launches;
+};
+
+struct Binary {
+  std::string name, format, target; // format: ptx or cubin
+  std::string image;                 // the file's contents
+};
+
+struct Bundle {
+  std::vector<Binary> binaries;
+  std::vector<Function> functions;
+
+  /// Reads `<dir>/<prefix>bundle.json` and the files it names. Errors name
+  /// the file and what is wrong with it (missing, truncated, malformed).
+  static bool load(const std::string &jsonPath, Bundle &bundle,
+                   std::string &error);
+
+  const Function *function(const std::string &name) const;
+  const Binary *binary(const std::string &name) const;
+};
+
+} // namespace attn::runtime
+
+#endif // ATTNRUNTIME_BUNDLE_H

@@ -1,0 +1,63 @@
+//===- CudaDriver.h - the CUDA Driver API, loaded at run time ---*- C++ -*-===//
+//
+// libcuda.so.1 is opened with dlopen, so the runtime builds (and its CPU-side
+// tests run) on machines without a CUDA driver; there every call fails with
+// a message that says so.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNRUNTIME_CUDADRIVER_H
+#define ATTNRUNTIME_CUDADRIVER_H
+
+#include "AttnRuntime/Bundle.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attn::runtime {
+
+class CudaDriver {
+public:
+  CudaDriver() = default;
+  ~CudaDriver();
+  CudaDriver(const CudaDriver &) = delete;
+  CudaDriver &operator=(const CudaDriver &) = delete;
+
+  /// Opens libcuda.so.1, initializes it and makes device 0's primary context
+  /// current. False with `error` when there is no driver or no GPU.
+  bool open(std::string &error);
+
+  /// "sm_90" for the current device.
+  std::string chip() const { return chip_; }
+
+  /// Loads a PTX or cubin image; a PTX that the driver cannot JIT (for
+  /// instance, built for a newer architecture) fails with the JIT log.
+  bool loadModule(const Binary &binary, void *&module, std::string &error);
+  bool getFunction(void *module, const std::string &name, void *&function,
+                   std::string &error);
+  bool launch(void *function, const int64_t grid[3], const int64_t block[3],
+              const std::vector<Param> &params, std::string &error);
+  bool synchronize(std::string &error);
+
+  bool allocate(size_t bytes, uint64_t &address, std::string &error);
+  bool free(uint64_t address);
+  bool copyToDevice(uint64_t address, const void *host, size_t bytes,
+                    std::string &error);
+  bool copyToHost(void *host, uint64_t address, size_t bytes,
+                  std::string &error);
+
+private:
+  bool check(int result, const char *what, std::string &error);
+
+  void *library = nullptr;
+  void *context = nullptr;
+  std::string chip_;
+  struct Api;
+  Api *api = nullptr;
+};
+
+} // namespace attn::runtime
+
+#endif // ATTNRUNTIME_CUDADRIVER_H

@@ -1,0 +1,184 @@
+//===- CudaDriver.cpp - the CUDA Driver API through dlopen ----------------===//
+
+#include "AttnRuntime/CudaDriver.h"
+
+#include <dlfcn.h>
+
+using namespace attn::runtime;
+
+// The few driver entry points used, declared here so that no CUDA header is
+// needed to build (CUresult is an int, handles are pointers, CUdeviceptr is
+// a 64-bit integer).
+struct CudaDriver::Api {
+  int (*cuInit)(unsigned);
+  int (*cuDeviceGet)(int *, int);
+  int (*cuDeviceGetAttribute)(int *, int, int);
+  int (*cuDevicePrimaryCtxRetain)(void **, int);
+  int (*cuCtxSetCurrent)(void *);
+  int (*cuGetErrorName)(int, const char **);
+  int (*cuModuleLoadDataEx)(void **, const void *, unsigned, int *, void **);
+  int (*cuModuleGetFunction)(void **, void *, const char *);
+  int (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
+                        unsigned, unsigned, unsigned, void *, void **,
+                        void **);
+  int (*cuCtxSynchronize)();
+  int (*cuMemAlloc)(uint64_t *, size_t);
+  int (*cuMemFree)(uint64_t);
+  int (*cuMemcpyHtoD)(uint64_t, const void *, size_t);
+  int (*cuMemcpyDtoH)(void *, uint64_t, size_t);
+};
+
+CudaDriver::~CudaDriver() {
+  delete api;
+  if (library)
+    dlclose(library);
+}
+
+bool CudaDriver::check(int result, const char *what, std::string &error) {
+  if (result == 0)
+    return true;
+  const char *name = nullptr;
+  if (api && api->cuGetErrorName)
+    api->cuGetErrorName(result, &name);
+  error = std::string(what) + " failed: " +
+          (name ? name : "CUDA error " + std::to_string(result));
+  return false;
+}
+
+bool CudaDriver::open(std::string &error) {
+  library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    error = "no CUDA driver: cannot load libcuda.so.1 (" +
+            std::string(dlerror()) + ")";
+    return false;
+  }
+  api = new Api();
+  bool found = true;
+  auto load = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        dlsym(library, name));
+    if (!fn) {
+      error = std::string("libcuda.so.1 lacks ") + name;
+      found = false;
+    }
+  };
+  load(api->cuInit, "cuInit");
+  load(api->cuDeviceGet, "cuDeviceGet");
+  load(api->cuDeviceGetAttribute, "cuDeviceGetAttribute");
+  load(api->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  load(api->cuCtxSetCurrent, "cuCtxSetCurrent");
+  load(api->cuGetErrorName, "cuGetErrorName");
+  load(api->cuModuleLoadDataEx, "cuModuleLoadDataEx");
+  load(api->cuModuleGetFunction, "cuModuleGetFunction");
+  load(api->cuLaunchKernel, "cuLaunchKernel");
+  load(api->cuCtxSynchronize, "cuCtxSynchronize");
+  load(api->cuMemAlloc, "cuMemAlloc_v2");
+  load(api->cuMemFree, "cuMemFree_v2");
+  load(api->cuMemcpyHtoD, "cuMemcpyHtoD_v2");
+  load(api->cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+  if (!found)
+    return false;
+
+  int device = 0, major = 0, minor = 0;
+  if (!check(api->cuInit(0), "cuInit (is there a GPU?)", error) ||
+      !check(api->cuDeviceGet(&device, 0), "cuDeviceGet", error) ||
+      // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR/MINOR = 75/76
+      !check(api->cuDeviceGetAttribute(&major, 75, device),
+             "cuDeviceGetAttribute", error) ||
+      !check(api->cuDeviceGetAttribute(&minor, 76, device),
+             "cuDeviceGetAttribute", error) ||
+      !check(api->cuDevicePrimaryCtxRetain(&context, device),
+             "cuDevicePrimaryCtxRetain", error) ||
+      !check(api->cuCtxSetCurrent(context), "cuCtxSetCurrent", error))
+    return false;
+  chip_ = "sm_" + std::to_string(major * 10 + minor);
+  return true;
+}
+
+bool CudaDriver::loadModule(const Binary &binary, void *&module,
+                            std::string &error) {
+  // PTX must be NUL-terminated for the JIT.
+  std::string image = binary.image;
+  if (binary.format == "ptx")
+    image.push_back('\0');
+  std::vector<char> log(1 << 16, '\0');
+  // CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+  int options[] = {5, 6};
+  void *values[] = {log.data(), reinterpret_cast<void *>(log.size())};
+  int result =
+      api->cuModuleLoadDataEx(&module, image.data(), 2, options, values);
+  if (result == 0)
+    return true;
+  check(result, "cuModuleLoadDataEx", error);
+  error += " loading '" + binary.name + "' (built for " + binary.target +
+           ", this GPU is " + chip_ + ")";
+  if (log[0])
+    error += ": " + std::string(log.data());
+  return false;
+}
+
+bool CudaDriver::getFunction(void *module, const std::string &name,
+                             void *&function, std::string &error) {
+  return check(api->cuModuleGetFunction(&function, module, name.c_str()),
+               ("cuModuleGetFunction(" + name + ")").c_str(), error);
+}
+
+bool CudaDriver::launch(void *function, const int64_t grid[3],
+                        const int64_t block[3], const std::vector<Param> &params,
+                        std::string &error) {
+  for (int d = 0; d < 3; ++d)
+    if (grid[d] < 0 || block[d] <= 0 || grid[d] > 0x7fffffff) {
+      error = "invalid launch size: grid dim " + std::to_string(d) + " = " +
+              std::to_string(grid[d]) + ", block dim = " +
+              std::to_string(block[d]);
+      return false;
+    }
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+    return true; // an empty problem: nothing to launch
+  std::vector<void *> pointers;
+  pointers.reserve(params.size());
+  for (const Param &p : params)
+    pointers.push_back(p.kind == Param::Kind::F32
+                           ? const_cast<float *>(&p.f32)
+                           : p.kind == Param::Kind::Pointer
+                                 ? static_cast<void *>(
+                                       const_cast<uint64_t *>(&p.pointer))
+                                 : static_cast<void *>(
+                                       const_cast<int64_t *>(&p.i64)));
+  return check(api->cuLaunchKernel(
+                   function, static_cast<unsigned>(grid[0]),
+                   static_cast<unsigned>(grid[1]),
+                   static_cast<unsigned>(grid[2]),
+                   static_cast<unsigned>(block[0]),
+                   static_cast<unsigned>(block[1]),
+                   static_cast<unsigned>(block[2]), 0, nullptr,
+                   pointers.data(), nullptr),
+               "cuLaunchKernel", error);
+}
+
+bool CudaDriver::synchronize(std::string &error) {
+  return check(api->cuCtxSynchronize(), "cuCtxSynchronize", error);
+}
+
+bool CudaDriver::allocate(size_t bytes, uint64_t &address,
+                          std::string &error) {
+  return check(api->cuMemAlloc(&address, bytes ? bytes : 1),
+               ("cuMemAlloc(" + std::to_string(bytes) + " bytes)").c_str(),
+               error);
+}
+
+bool CudaDriver::free(uint64_t address) {
+  return api && api->cuMemFree(address) == 0;
+}
+
+bool CudaDriver::copyToDevice(uint64_t address, const void *host,
+                              size_t bytes, std::string &error) {
+  return check(api->cuMemcpyHtoD(address, host, bytes), "cuMemcpyHtoD",
+               error);
+}
+
+bool CudaDriver::copyToHost(void *host, uint64_t address, size_t bytes,
+                            std::string &error) {
+  return check(api->cuMemcpyDtoH(host, address, bytes), "cuMemcpyDtoH",
+               error);
+}

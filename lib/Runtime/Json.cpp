@@ -1,0 +1,161 @@
+//===- Json.cpp - a small JSON reader -------------------------------------===//
+
+#include "AttnRuntime/Json.h"
+
+#include <cctype>
+#include <cstdlib>
+
+using namespace attn::runtime;
+
+const JsonValue *JsonValue::get(const std::string &key) const {
+  auto it = object.find(key);
+  return kind == Kind::Object && it != object.end() ? &it->second : nullptr;
+}
+
+namespace {
+
+class Parser {
+public:
+  explicit Parser(const std::string &text) : text(text) {}
+
+  bool parse(JsonValue &value, std::string &error) {
+    if (!parseValue(value) || (skipSpace(), pos != text.size())) {
+      error = "invalid JSON at byte " + std::to_string(pos);
+      return false;
+    }
+    return true;
+  }
+
+private:
+  void skipSpace() {
+    while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos])))
+      ++pos;
+  }
+  bool consume(char c) {
+    skipSpace();
+    if (pos < text.size() && text[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return false;
+  }
+  bool literal(const char *word) {
+    size_t n = std::char_traits<char>::length(word);
+    if (text.compare(pos, n, word) != 0)
+      return false;
+    pos += n;
+    return true;
+  }
+
+  bool parseString(std::string &out) {
+    if (!consume('"'))
+      return false;
+    while (pos < text.size() && text[pos] != '"') {
+      char c = text[pos++];
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos >= text.size())
+        return false;
+      char e = text[pos++];
+      switch (e) {
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'u': {
+        // Bundles are ASCII; keep code points below 0x80, reject the rest.
+        if (pos + 4 > text.size())
+          return false;
+        long code = std::strtol(text.substr(pos, 4).c_str(), nullptr, 16);
+        pos += 4;
+        if (code >= 0x80)
+          return false;
+        out += static_cast<char>(code);
+        break;
+      }
+      default:
+        out += e; // \" \\ \/
+      }
+    }
+    return consume('"');
+  }
+
+  bool parseValue(JsonValue &value) {
+    skipSpace();
+    if (pos >= text.size())
+      return false;
+    char c = text[pos];
+    if (c == '{') {
+      ++pos;
+      value.kind = JsonValue::Kind::Object;
+      if (consume('}'))
+        return true;
+      do {
+        std::string key;
+        skipSpace();
+        if (!parseString(key) || !consume(':') ||
+            !parseValue(value.object[key]))
+          return false;
+      } while (consume(','));
+      return consume('}');
+    }
+    if (c == '[') {
+      ++pos;
+      value.kind = JsonValue::Kind::Array;
+      if (consume(']'))
+        return true;
+      do {
+        value.array.emplace_back();
+        if (!parseValue(value.array.back()))
+          return false;
+      } while (consume(','));
+      return consume(']');
+    }
+    if (c == '"') {
+      value.kind = JsonValue::Kind::String;
+      return parseString(value.string);
+    }
+    if (literal("true")) {
+      value.kind = JsonValue::Kind::Bool;
+      value.boolean = true;
+      return true;
+    }
+    if (literal("false")) {
+      value.kind = JsonValue::Kind::Bool;
+      return true;
+    }
+    if (literal("null"))
+      return true;
+    const char *start = text.c_str() + pos;
+    char *end = nullptr;
+    value.number = std::strtod(start, &end);
+    if (end == start)
+      return false;
+    value.kind = JsonValue::Kind::Number;
+    pos += end - start;
+    return true;
+  }
+
+  const std::string &text;
+  size_t pos = 0;
+};
+
+} // namespace
+
+bool attn::runtime::parseJson(const std::string &text, JsonValue &value,
+                              std::string &error) {
+  return Parser(text).parse(value, error);
+}
