@@ -346,85 +346,13 @@ int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
   return summarize(cases, failures, worst, allowed);
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  llvm::InitLLVM initLLVM(argc, argv);
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "attn-run: compile attention, run it on fresh random inputs and check "
-      "it against a float64 reference\n");
-
-  if (target != "cpu")
-    fail("--target=" + target +
-         " is not available in this build: the GPU runtime is not built "
-         "yet; use --target=cpu");
-
-  // The IR: the input file, or a variant built from the flags.
-  std::string source;
-  if (inputFile.empty()) {
-    VariantSpec spec;
-    spec.dtype = dtype;
-    spec.headDim = headDim;
-    spec.valueDim = valueDim;
-    spec.causal = causal;
-    spec.logsumexp = logsumexp;
-    spec.mask = mask;
-    spec.scoreMod = scoreMod;
-    if (opName != "attention" && opName != "softmax")
-      fail("--op must be attention or softmax, not '" + opName + "'");
-    llvm::Expected<std::string> text =
-        opName == "softmax" ? softmaxSource(dtype) : variantSource(spec);
-    if (!text)
-      fail(llvm::toString(text.takeError()));
-    source = *text;
-    if (emitVariant) {
-      llvm::outs() << source;
-      return 0;
-    }
-  } else {
-    auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
-    if (!buffer)
-      fail("cannot read '" + inputFile + "': " + buffer.getError().message());
-    source = (*buffer)->getBuffer().str();
-  }
-
-  DialectRegistry registry;
-  registry.insert<attn::AttnDialect>();
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registerAllToLLVMIRTranslations(registry);
-  registerAllPasses();
-  attn::registerAttnPasses();
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(
-          source, inputFile.empty() ? "<variant>" : inputFile.getValue()),
-      llvm::SMLoc());
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!module)
-    fail("the input does not parse or verify (see above)");
-
-  // A softmax to check?
-  attn::SoftmaxOp softmax;
-  module->walk([&](attn::SoftmaxOp found) {
-    if (!softmax)
-      softmax = found;
-  });
-  bool hasAttention = false;
-  module->walk([&](attn::AttentionOp) { hasAttention = true; });
-  if (softmax && !hasAttention)
-    return runSoftmax(*module, softmax);
-
+/// Checks the attn.attention of @entry (or of the first function holding
+/// one) on every size of the sweep.
+int runAttention(ModuleOp module) {
   // The function to run: the first with an attn.attention.
   func::FuncOp func;
   attn::AttentionOp op;
-  module->walk([&](attn::AttentionOp found) {
+  module.walk([&](attn::AttentionOp found) {
     auto parent = found->getParentOfType<func::FuncOp>();
     if (!op && parent && (entry.empty() || parent.getName() == entry)) {
       op = found;
@@ -519,7 +447,7 @@ int main(int argc, char **argv) {
 
   // Compile once.
   double compileMs;
-  auto [engine, entry] = compileForCpu(*module, func, compileMs);
+  auto [engine, entry] = compileForCpu(module, func, compileMs);
 
   Type elementType = op.getQueryType().getElementType();
   std::string typeName;
@@ -646,4 +574,82 @@ int main(int argc, char **argv) {
           }
         }
   return summarize(cases, failures, worst, allowed);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "attn-run: compile attention, run it on fresh random inputs and check "
+      "it against a float64 reference\n");
+
+  if (target != "cpu")
+    fail("--target=" + target +
+         " is not available in this build: the GPU runtime is not built "
+         "yet; use --target=cpu");
+
+  // The IR: the input file, or a variant built from the flags.
+  std::string source;
+  if (inputFile.empty()) {
+    VariantSpec spec;
+    spec.dtype = dtype;
+    spec.headDim = headDim;
+    spec.valueDim = valueDim;
+    spec.causal = causal;
+    spec.logsumexp = logsumexp;
+    spec.mask = mask;
+    spec.scoreMod = scoreMod;
+    if (opName != "attention" && opName != "softmax")
+      fail("--op must be attention or softmax, not '" + opName + "'");
+    llvm::Expected<std::string> text =
+        opName == "softmax" ? softmaxSource(dtype) : variantSource(spec);
+    if (!text)
+      fail(llvm::toString(text.takeError()));
+    source = *text;
+    if (emitVariant) {
+      llvm::outs() << source;
+      return 0;
+    }
+  } else {
+    auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
+    if (!buffer)
+      fail("cannot read '" + inputFile + "': " + buffer.getError().message());
+    source = (*buffer)->getBuffer().str();
+  }
+
+  DialectRegistry registry;
+  registry.insert<attn::AttnDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  registerAllPasses();
+  attn::registerAttnPasses();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(
+          source, inputFile.empty() ? "<variant>" : inputFile.getValue()),
+      llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    fail("the input does not parse or verify (see above)");
+
+  // A softmax to check?
+  attn::SoftmaxOp softmax;
+  module->walk([&](attn::SoftmaxOp found) {
+    if (!softmax)
+      softmax = found;
+  });
+  bool hasAttention = false;
+  module->walk([&](attn::AttentionOp) { hasAttention = true; });
+  if (softmax && !hasAttention)
+    return runSoftmax(*module, softmax);
+
+  return runAttention(*module);
 }
