@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-using namespace attn::runtime;
+using namespace attn_runtime;
 
 namespace {
 
@@ -34,9 +34,9 @@ TEST(RuntimeExpr, EvaluatesWhatTheBundleWriterPrints) {
                  "0), dim(%arg3, 1)])",
                  args),
             6);
-  EXPECT_EQ(eval("affine(()[s0] -> (-s0 + 200 + s0 mod 7), [dim(%arg3, 2)])",
-                 args),
-            70 + 4);
+  EXPECT_EQ(
+      eval("affine(()[s0] -> (-s0 + 200 + s0 mod 7), [dim(%arg3, 2)])", args),
+      70 + 4);
   EXPECT_EQ(eval("ceildiv(dim(%arg3, 2), 64)", args), 3);
   EXPECT_EQ(eval("sub(dim(%arg3, 2), 30)", args), 100);
 }
@@ -116,8 +116,8 @@ std::string bundleText(const std::string &name) {
 TEST(RuntimeBundle, LoadsBundles) {
   Bundle bundle;
   std::string error;
-  ASSERT_TRUE(Bundle::load(writeBundle("good", bundleText("good")), bundle,
-                           error))
+  ASSERT_TRUE(
+      Bundle::load(writeBundle("good", bundleText("good")), bundle, error))
       << error;
   ASSERT_NE(bundle.function("attention"), nullptr);
   ASSERT_NE(bundle.binary("k"), nullptr);

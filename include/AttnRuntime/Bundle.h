@@ -1,4 +1,5 @@
-//===- Bundle.h - kernel bundles written by attn-write-kernel-bundle -*- C++ -*-===//
+//===- Bundle.h - kernel bundles written by attn-write-kernel-bundle -*- C++
+//-*-===//
 //
 // A bundle is PTX or cubin files plus bundle.json, which says, per host
 // function, how to launch its kernels: grid, block and kernel operands as
@@ -15,17 +16,17 @@
 #include <string>
 #include <vector>
 
-namespace attn::runtime {
+namespace attn_runtime {
 
 /// A launch expression: an integer, an f32 constant, a function argument
 /// (%argN), dim(E, k), add/sub/mul/div/ceildiv(E, E), or an affine map over
 /// symbols applied to expressions.
 struct Expr {
   enum class Kind { Int, F32, Arg, Dim, Binary, Affine } kind = Kind::Int;
-  int64_t value = 0;    // Int; Arg: the argument number; Dim: the dim
-  float f32 = 0;        // F32
-  std::string op;       // Binary: add, sub, mul, div, ceildiv
-  std::string affine;   // Affine: the map's result expression
+  int64_t value = 0;  // Int; Arg: the argument number; Dim: the dim
+  float f32 = 0;      // F32
+  std::string op;     // Binary: add, sub, mul, div, ceildiv
+  std::string affine; // Affine: the map's result expression
   std::vector<std::string> symbols; // Affine: s0, s1, ...
   std::vector<Expr> operands;
 
@@ -72,7 +73,7 @@ struct Function {
 
 struct Binary {
   std::string name, format, target; // format: ptx or cubin
-  std::string image;                 // the file's contents
+  std::string image;                // the file's contents
 };
 
 struct Bundle {
@@ -88,6 +89,6 @@ struct Bundle {
   const Binary *binary(const std::string &name) const;
 };
 
-} // namespace attn::runtime
+} // namespace attn_runtime
 
 #endif // ATTNRUNTIME_BUNDLE_H

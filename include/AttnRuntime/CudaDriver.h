@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace attn::runtime {
+namespace attn_runtime {
 
 class CudaDriver {
 public:
@@ -58,6 +58,6 @@ private:
   Api *api = nullptr;
 };
 
-} // namespace attn::runtime
+} // namespace attn_runtime
 
 #endif // ATTNRUNTIME_CUDADRIVER_H

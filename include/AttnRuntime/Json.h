@@ -13,11 +13,17 @@
 #include <string>
 #include <vector>
 
-namespace attn::runtime {
+namespace attn_runtime {
 
 struct JsonValue {
-  enum class Kind { Null, Bool, Number, String, Array, Object } kind =
-      Kind::Null;
+  enum class Kind {
+    Null,
+    Bool,
+    Number,
+    String,
+    Array,
+    Object
+  } kind = Kind::Null;
   bool boolean = false;
   double number = 0;
   std::string string;
@@ -32,6 +38,6 @@ struct JsonValue {
 /// offset of the problem).
 bool parseJson(const std::string &text, JsonValue &value, std::string &error);
 
-} // namespace attn::runtime
+} // namespace attn_runtime
 
 #endif // ATTNRUNTIME_JSON_H

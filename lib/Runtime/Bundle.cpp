@@ -10,7 +10,7 @@
 #include <limits>
 #include <sstream>
 
-using namespace attn::runtime;
+using namespace attn_runtime;
 
 namespace {
 
@@ -255,9 +255,9 @@ bool Expr::parse(const std::string &raw, Expr &expr, std::string &error) {
   return false;
 }
 
-bool attn::runtime::evaluateIndex(const Expr &expr,
-                                  const std::vector<Argument> &args,
-                                  int64_t &value, std::string &error) {
+bool attn_runtime::evaluateIndex(const Expr &expr,
+                                 const std::vector<Argument> &args,
+                                 int64_t &value, std::string &error) {
   switch (expr.kind) {
   case Expr::Kind::Int:
     value = expr.value;
@@ -333,7 +333,8 @@ bool Launch::params(const std::vector<Argument> &args, std::vector<Param> &out,
       out.push_back(p);
       continue;
     }
-    if (operand.value < 0 || static_cast<size_t>(operand.value) >= args.size()) {
+    if (operand.value < 0 ||
+        static_cast<size_t>(operand.value) >= args.size()) {
       error = "the kernel needs argument " + std::to_string(operand.value) +
               ", but only " + std::to_string(args.size()) + " were given";
       return false;

@@ -4,7 +4,7 @@
 
 #include <dlfcn.h>
 
-using namespace attn::runtime;
+using namespace attn_runtime;
 
 // The few driver entry points used, declared here so that no CUDA header is
 // needed to build (CUresult is an int, handles are pointers, CUdeviceptr is
@@ -19,8 +19,7 @@ struct CudaDriver::Api {
   int (*cuModuleLoadDataEx)(void **, const void *, unsigned, int *, void **);
   int (*cuModuleGetFunction)(void **, void *, const char *);
   int (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
-                        unsigned, unsigned, unsigned, void *, void **,
-                        void **);
+                        unsigned, unsigned, unsigned, void *, void **, void **);
   int (*cuCtxSynchronize)();
   int (*cuMemAlloc)(uint64_t *, size_t);
   int (*cuMemFree)(uint64_t);
@@ -40,8 +39,8 @@ bool CudaDriver::check(int result, const char *what, std::string &error) {
   const char *name = nullptr;
   if (api && api->cuGetErrorName)
     api->cuGetErrorName(result, &name);
-  error = std::string(what) + " failed: " +
-          (name ? name : "CUDA error " + std::to_string(result));
+  error = std::string(what) +
+          " failed: " + (name ? name : "CUDA error " + std::to_string(result));
   return false;
 }
 
@@ -124,13 +123,13 @@ bool CudaDriver::getFunction(void *module, const std::string &name,
 }
 
 bool CudaDriver::launch(void *function, const int64_t grid[3],
-                        const int64_t block[3], const std::vector<Param> &params,
-                        std::string &error) {
+                        const int64_t block[3],
+                        const std::vector<Param> &params, std::string &error) {
   for (int d = 0; d < 3; ++d)
     if (grid[d] < 0 || block[d] <= 0 || grid[d] > 0x7fffffff) {
       error = "invalid launch size: grid dim " + std::to_string(d) + " = " +
-              std::to_string(grid[d]) + ", block dim = " +
-              std::to_string(block[d]);
+              std::to_string(grid[d]) +
+              ", block dim = " + std::to_string(block[d]);
       return false;
     }
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
@@ -138,21 +137,18 @@ bool CudaDriver::launch(void *function, const int64_t grid[3],
   std::vector<void *> pointers;
   pointers.reserve(params.size());
   for (const Param &p : params)
-    pointers.push_back(p.kind == Param::Kind::F32
-                           ? const_cast<float *>(&p.f32)
-                           : p.kind == Param::Kind::Pointer
-                                 ? static_cast<void *>(
-                                       const_cast<uint64_t *>(&p.pointer))
-                                 : static_cast<void *>(
-                                       const_cast<int64_t *>(&p.i64)));
-  return check(api->cuLaunchKernel(
-                   function, static_cast<unsigned>(grid[0]),
-                   static_cast<unsigned>(grid[1]),
-                   static_cast<unsigned>(grid[2]),
-                   static_cast<unsigned>(block[0]),
-                   static_cast<unsigned>(block[1]),
-                   static_cast<unsigned>(block[2]), 0, nullptr,
-                   pointers.data(), nullptr),
+    pointers.push_back(
+        p.kind == Param::Kind::F32 ? const_cast<float *>(&p.f32)
+        : p.kind == Param::Kind::Pointer
+            ? static_cast<void *>(const_cast<uint64_t *>(&p.pointer))
+            : static_cast<void *>(const_cast<int64_t *>(&p.i64)));
+  return check(api->cuLaunchKernel(function, static_cast<unsigned>(grid[0]),
+                                   static_cast<unsigned>(grid[1]),
+                                   static_cast<unsigned>(grid[2]),
+                                   static_cast<unsigned>(block[0]),
+                                   static_cast<unsigned>(block[1]),
+                                   static_cast<unsigned>(block[2]), 0, nullptr,
+                                   pointers.data(), nullptr),
                "cuLaunchKernel", error);
 }
 
@@ -160,8 +156,7 @@ bool CudaDriver::synchronize(std::string &error) {
   return check(api->cuCtxSynchronize(), "cuCtxSynchronize", error);
 }
 
-bool CudaDriver::allocate(size_t bytes, uint64_t &address,
-                          std::string &error) {
+bool CudaDriver::allocate(size_t bytes, uint64_t &address, std::string &error) {
   return check(api->cuMemAlloc(&address, bytes ? bytes : 1),
                ("cuMemAlloc(" + std::to_string(bytes) + " bytes)").c_str(),
                error);
@@ -171,14 +166,12 @@ bool CudaDriver::free(uint64_t address) {
   return api && api->cuMemFree(address) == 0;
 }
 
-bool CudaDriver::copyToDevice(uint64_t address, const void *host,
-                              size_t bytes, std::string &error) {
-  return check(api->cuMemcpyHtoD(address, host, bytes), "cuMemcpyHtoD",
-               error);
+bool CudaDriver::copyToDevice(uint64_t address, const void *host, size_t bytes,
+                              std::string &error) {
+  return check(api->cuMemcpyHtoD(address, host, bytes), "cuMemcpyHtoD", error);
 }
 
 bool CudaDriver::copyToHost(void *host, uint64_t address, size_t bytes,
                             std::string &error) {
-  return check(api->cuMemcpyDtoH(host, address, bytes), "cuMemcpyDtoH",
-               error);
+  return check(api->cuMemcpyDtoH(host, address, bytes), "cuMemcpyDtoH", error);
 }

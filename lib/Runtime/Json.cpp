@@ -5,7 +5,7 @@
 #include <cctype>
 #include <cstdlib>
 
-using namespace attn::runtime;
+using namespace attn_runtime;
 
 const JsonValue *JsonValue::get(const std::string &key) const {
   auto it = object.find(key);
@@ -28,7 +28,8 @@ public:
 
 private:
   void skipSpace() {
-    while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos])))
+    while (pos < text.size() &&
+           std::isspace(static_cast<unsigned char>(text[pos])))
       ++pos;
   }
   bool consume(char c) {
@@ -155,7 +156,7 @@ private:
 
 } // namespace
 
-bool attn::runtime::parseJson(const std::string &text, JsonValue &value,
-                              std::string &error) {
+bool attn_runtime::parseJson(const std::string &text, JsonValue &value,
+                             std::string &error) {
   return Parser(text).parse(value, error);
 }

@@ -10,13 +10,15 @@
 #ifndef ATTN_RUN_REFERENCE_H
 #define ATTN_RUN_REFERENCE_H
 
-#include "HostTensor.h"
+#include "AttnRuntime/HostTensor.h"
 
 #include "AttnDialect/IR/AttnOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Error.h"
 
 namespace attn_run {
+
+using attn_runtime::HostTensor;
 
 /// Evaluates the scalar ops of score_mod/mask_mod regions on doubles:
 /// arith, math, and tensor.extract from captured tensors.

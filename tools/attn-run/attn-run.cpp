@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "HostTensor.h"
+#include "AttnRuntime/HostTensor.h"
 #include "Reference.h"
 #include "Variants.h"
 
@@ -47,6 +47,7 @@
 
 using namespace mlir;
 using namespace attn_run;
+using namespace attn_runtime;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("attn-run options");

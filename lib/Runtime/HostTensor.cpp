@@ -1,13 +1,13 @@
 //===- HostTensor.cpp -----------------------------------------------------===//
 
-#include "HostTensor.h"
+#include "AttnRuntime/HostTensor.h"
 
 #include <cmath>
 #include <limits>
 
-using namespace attn_run;
+using namespace attn_runtime;
 
-size_t attn_run::elementBytes(ElementKind kind) {
+size_t attn_runtime::elementBytes(ElementKind kind) {
   switch (kind) {
   case ElementKind::F16:
   case ElementKind::BF16:
@@ -22,7 +22,7 @@ size_t attn_run::elementBytes(ElementKind kind) {
   return 0;
 }
 
-const char *attn_run::elementName(ElementKind kind) {
+const char *attn_runtime::elementName(ElementKind kind) {
   switch (kind) {
   case ElementKind::F32:
     return "f32";
@@ -40,12 +40,12 @@ const char *attn_run::elementName(ElementKind kind) {
   return "?";
 }
 
-bool attn_run::isFloat(ElementKind kind) {
+bool attn_runtime::isFloat(ElementKind kind) {
   return kind == ElementKind::F32 || kind == ElementKind::F16 ||
          kind == ElementKind::BF16;
 }
 
-uint16_t attn_run::floatToHalf(float value) {
+uint16_t attn_runtime::floatToHalf(float value) {
   uint32_t x;
   std::memcpy(&x, &value, 4);
   uint32_t sign = (x >> 16) & 0x8000;
@@ -75,7 +75,7 @@ uint16_t attn_run::floatToHalf(float value) {
   return sign | half;
 }
 
-float attn_run::halfToFloat(uint16_t bits) {
+float attn_runtime::halfToFloat(uint16_t bits) {
   uint32_t sign = (bits & 0x8000u) << 16;
   uint32_t exponent = (bits >> 10) & 0x1f;
   uint32_t mantissa = bits & 0x3ff;
@@ -102,7 +102,7 @@ float attn_run::halfToFloat(uint16_t bits) {
   return f;
 }
 
-uint16_t attn_run::floatToBF16(float value) {
+uint16_t attn_runtime::floatToBF16(float value) {
   uint32_t x;
   std::memcpy(&x, &value, 4);
   if (std::isnan(value))
@@ -111,14 +111,14 @@ uint16_t attn_run::floatToBF16(float value) {
   return static_cast<uint16_t>((x + rounding) >> 16);
 }
 
-float attn_run::bf16ToFloat(uint16_t bits) {
+float attn_runtime::bf16ToFloat(uint16_t bits) {
   uint32_t x = static_cast<uint32_t>(bits) << 16;
   float f;
   std::memcpy(&f, &x, 4);
   return f;
 }
 
-double attn_run::roundTo(ElementKind kind, double value) {
+double attn_runtime::roundTo(ElementKind kind, double value) {
   HostTensor scalar(kind, {1});
   scalar.set(0, value);
   return scalar.get(0);

@@ -6,15 +6,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTN_RUN_HOSTTENSOR_H
-#define ATTN_RUN_HOSTTENSOR_H
+#ifndef ATTNRUNTIME_HOSTTENSOR_H
+#define ATTNRUNTIME_HOSTTENSOR_H
 
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
-namespace attn_run {
+namespace attn_runtime {
 
 enum class ElementKind { F32, F16, BF16, I32, I64, Index };
 
@@ -70,6 +70,6 @@ private:
   MemRefDescriptor<8> descriptor_;
 };
 
-} // namespace attn_run
+} // namespace attn_runtime
 
-#endif // ATTN_RUN_HOSTTENSOR_H
+#endif // ATTNRUNTIME_HOSTTENSOR_H
