@@ -1,15 +1,32 @@
 #!/usr/bin/env bash
 # The GPU round, run on the lent GPU machine (device tool) from the repo
 # root, with gpu-bundles/ made here by scripts/make-gpu-bundles.sh and
-# carried: checks every bundle on the size matrix against PyTorch.
+# carried:
+#   1. builds the runtime there (no MLIR: -DATTN_RUNTIME_ONLY=ON) and runs
+#      its unit tests against the real driver;
+#   2. checks every bundle on the size matrix against PyTorch (Python,
+#      bench/gpu_check.py), and one shape of each with attn-bundle-run (C++
+#      runtime, float64 reference, CUDA-event timing).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 out=${OUT:-/tmp}
 status=0
-run() { python3 bench/gpu_check.py "$@" 2>&1 | tee -a "$out/gpu-check.log" || status=1; }
-run gpu-bundles/f16-d64-causal-bundle.json --dtype=f16 --causal --bench=4,16,1024
-run gpu-bundles/bf16-d128-lse-bundle.json --dtype=bf16 --lse
-run gpu-bundles/f32-d16-causal-lse-bundle.json --dtype=f32 --causal --lse
-run gpu-bundles/f16-d64-window32-bundle.json --dtype=f16 --window=32
+log() { tee -a "$out/gpu-round.log"; }
+
+cmake -S . -B build-runtime -G Ninja -DATTN_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release > "$out/runtime-build.log" 2>&1 &&
+  ninja -C build-runtime >> "$out/runtime-build.log" 2>&1 || { echo "runtime build failed"; tail -20 "$out/runtime-build.log"; exit 1; }
+(cd build-runtime && ctest --output-on-failure 2>&1 | tail -3) | log
+
+check() { python3 bench/gpu_check.py "$@" 2>&1 | log; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1; }
+check gpu-bundles/f16-d64-causal-bundle.json --dtype=f16 --causal --bench=4,16,1024
+check gpu-bundles/bf16-d128-lse-bundle.json --dtype=bf16 --lse
+check gpu-bundles/f32-d16-causal-lse-bundle.json --dtype=f32 --causal --lse
+check gpu-bundles/f16-d64-window32-bundle.json --dtype=f16 --window=32
+
+run() { build-runtime/bin/attn-bundle-run "$@" 2>&1 | log; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1; }
+run gpu-bundles/f16-d64-causal-bundle.json --causal --batch=2 --heads=8:2 --q-len=300 --kv-len=300
+run gpu-bundles/bf16-d128-lse-bundle.json --batch=1 --heads=4:1 --q-len=257 --kv-len=513
+run gpu-bundles/f16-d64-window32-bundle.json --window=32 --batch=2 --heads=4:4 --q-len=130 --kv-len=130
+run gpu-bundles/f16-d64-causal-bundle.json --causal --batch=4 --heads=16:16 --q-len=1024 --kv-len=1024 --repeat=5
 exit $status

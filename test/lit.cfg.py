@@ -34,8 +34,8 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # compiler that is not attn's own.
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["attn-opt", "attn-run", "attn-capi-test", "mlir-opt", "mlir-runner",
-     "mlir-translate"], tool_dirs)
+    ["attn-opt", "attn-run", "attn-bundle-run", "attn-capi-test", "mlir-opt",
+     "mlir-runner", "mlir-translate"], tool_dirs)
 
 # The size matrix of the CPU numerics tests (issue: B, (Hq, Hkv), M, N).
 config.substitutions.append(
@@ -48,6 +48,11 @@ config.substitutions.append(
 config.substitutions.append(
     ("%{rowlens}",
      "1,2,3,7,16,100,1000,4095,4096,4097,10000,65536,262144,1048576"))
+
+# Machines without a CUDA driver (CI) check the runtime's error for that.
+import ctypes.util
+if not ctypes.util.find_library("cuda"):
+    config.available_features.add("no-cuda-driver")
 
 # ptxas assembles generated PTX where the CUDA toolkit is installed; tests
 # that need it say `REQUIRES: ptxas` and show as UNSUPPORTED elsewhere.

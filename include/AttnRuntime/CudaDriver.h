@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ public:
   bool launch(void *function, const int64_t grid[3], const int64_t block[3],
               const std::vector<Param> &params, std::string &error);
   bool synchronize(std::string &error);
+
+  /// Milliseconds `run` takes on the GPU, by CUDA events around it.
+  bool timeMs(const std::function<bool(std::string &)> &run, float &ms,
+              std::string &error);
 
   bool allocate(size_t bytes, uint64_t &address, std::string &error);
   bool free(uint64_t address);

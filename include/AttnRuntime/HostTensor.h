@@ -57,6 +57,9 @@ public:
   /// unwritten elements are caught.
   void poison();
 
+  /// The raw bytes (for copies to and from a device).
+  void *data() { return bytes_.data(); }
+
   /// A pointer to a memref descriptor of this buffer, valid while the tensor
   /// lives; the descriptor's rank is the tensor's.
   void *descriptor();

@@ -25,6 +25,11 @@ struct CudaDriver::Api {
   int (*cuMemFree)(uint64_t);
   int (*cuMemcpyHtoD)(uint64_t, const void *, size_t);
   int (*cuMemcpyDtoH)(void *, uint64_t, size_t);
+  int (*cuEventCreate)(void **, unsigned);
+  int (*cuEventRecord)(void *, void *);
+  int (*cuEventSynchronize)(void *);
+  int (*cuEventElapsedTime)(float *, void *, void *);
+  int (*cuEventDestroy)(void *);
 };
 
 CudaDriver::~CudaDriver() {
@@ -75,6 +80,11 @@ bool CudaDriver::open(std::string &error) {
   load(api->cuMemFree, "cuMemFree_v2");
   load(api->cuMemcpyHtoD, "cuMemcpyHtoD_v2");
   load(api->cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+  load(api->cuEventCreate, "cuEventCreate");
+  load(api->cuEventRecord, "cuEventRecord");
+  load(api->cuEventSynchronize, "cuEventSynchronize");
+  load(api->cuEventElapsedTime, "cuEventElapsedTime");
+  load(api->cuEventDestroy, "cuEventDestroy_v2");
   if (!found)
     return false;
 
@@ -174,4 +184,24 @@ bool CudaDriver::copyToDevice(uint64_t address, const void *host, size_t bytes,
 bool CudaDriver::copyToHost(void *host, uint64_t address, size_t bytes,
                             std::string &error) {
   return check(api->cuMemcpyDtoH(host, address, bytes), "cuMemcpyDtoH", error);
+}
+
+bool CudaDriver::timeMs(const std::function<bool(std::string &)> &run,
+                        float &ms, std::string &error) {
+  void *start = nullptr, *stop = nullptr;
+  bool ok = check(api->cuEventCreate(&start, 0), "cuEventCreate", error) &&
+            check(api->cuEventCreate(&stop, 0), "cuEventCreate", error) &&
+            check(api->cuEventRecord(start, nullptr), "cuEventRecord",
+                  error) &&
+            run(error) &&
+            check(api->cuEventRecord(stop, nullptr), "cuEventRecord", error) &&
+            check(api->cuEventSynchronize(stop), "cuEventSynchronize",
+                  error) &&
+            check(api->cuEventElapsedTime(&ms, start, stop),
+                  "cuEventElapsedTime", error);
+  if (start)
+    api->cuEventDestroy(start);
+  if (stop)
+    api->cuEventDestroy(stop);
+  return ok;
 }
