@@ -18,4 +18,11 @@ make_bundle f16-d64-causal --dtype=f16 --head-dim=64 --causal
 make_bundle bf16-d128-lse --dtype=bf16 --head-dim=128 --lse
 make_bundle f32-d16-causal-lse --dtype=f32 --head-dim=16 --causal --lse
 make_bundle f16-d64-window32 --dtype=f16 --head-dim=64 --mask=sliding-window:32
+# The benchmark set: BENCHMARKS.md's dtypes, head dims, causal and not.
+for dtype in f16 bf16; do
+  for d in 64 128; do
+    make_bundle "bench-$dtype-d$d-full" --dtype=$dtype --head-dim=$d
+    make_bundle "bench-$dtype-d$d-causal" --dtype=$dtype --head-dim=$d --causal
+  done
+done
 ls "$out"

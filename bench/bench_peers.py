@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Times attn's kernels next to PyTorch's SDPA (flash and cuDNN backends) and
+compiled FlexAttention, in one process, on BENCHMARKS.md's shapes:
+B*N = 16384, H*D = 2048, N in {512, ..., 16384}. Prints a table last and
+writes every row as JSON to $OUT/bench-peers.json.
+
+  python3 bench/bench_peers.py gpu-bundles/bench-bf16-d128-causal-bundle.json ...
+
+Each bundle name says its dtype, D and whether it is causal
+(bench-<dtype>-d<D>-<causal|full>-bundle.json, from make-gpu-bundles.sh).
+"""
+
+import json
+import math
+import os
+import re
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from triton.testing import do_bench
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gpu_check import Driver, evaluate, kernel_params  # noqa: E402
+
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def events_ms(run, warmup=1, repeats=2):
+    for _ in range(warmup):
+        run()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
+
+
+def main():
+    out_dir = os.environ.get("OUT", "/tmp")
+    drv = Driver()
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    import torch._dynamo
+    torch._dynamo.config.cache_size_limit = 1000
+    torch._dynamo.config.recompile_limit = 1000
+    flex = torch.compile(flex_attention, dynamic=False)
+    rows = []
+    for path in sys.argv[1:]:
+        m = re.search(r"bench-(f16|bf16)-d(\d+)-(causal|full)-bundle", path)
+        dtype, d, causal = DTYPES[m.group(1)], int(m.group(2)), m.group(3) == "causal"
+        bundle = json.load(open(path))
+        directory = os.path.dirname(path)
+        binary = bundle["binaries"][0]
+        module = drv.load(open(os.path.join(directory, binary["file"]), "rb").read() + b"\0")
+        launch = bundle["functions"][0]["launches"][0]
+        fn = drv.function(module, launch["kernel"])
+        for n in (512, 1024, 2048, 4096, 8192, 16384):
+            b, h = max(1, 16384 // n), 2048 // d
+            q, k, v = (torch.empty(b, h, n, d, device="cuda", dtype=dtype).uniform_(-1, 1)
+                       for _ in range(3))
+            o = torch.empty_like(q)
+            args = [q, k, v, o]
+            grid = [evaluate(x, args) for x in launch["grid"]]
+            block = [evaluate(x, args) for x in launch["block"]]
+            params = kernel_params(launch["operands"], args)
+            flops = 4.0 * b * h * n * n * d / (2 if causal else 1)
+            row = {"dtype": m.group(1), "D": d, "causal": causal, "B": b, "H": h, "N": n}
+            row["attn_ms"] = events_ms(lambda: drv.launch(fn, grid, block, params))
+            for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
+                                  ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+                try:
+                    with sdpa_kernel([backend]):
+                        run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                        run()
+                        row[name + "_ms"] = do_bench(run, warmup=25, rep=100, return_mode="median")
+                except Exception as e:  # a backend may not take this shape
+                    row[name + "_error"] = repr(e)[:120]
+            try:
+                mask = (create_block_mask(lambda b_, h_, qi, kv: qi >= kv, None, None, n, n,
+                                          device="cuda") if causal else None)
+                t0 = time.time()
+                run = lambda: flex(q, k, v, block_mask=mask)
+                run()
+                torch.cuda.synchronize()
+                row["flex_first_call_s"] = time.time() - t0
+                row["flex_ms"] = do_bench(run, warmup=25, rep=100, return_mode="median")
+            except Exception as e:
+                row["flex_error"] = repr(e)[:120]
+            for key in ("attn", "flash", "cudnn", "flex"):
+                if key + "_ms" in row:
+                    row[key + "_tflops"] = flops / row[key + "_ms"] / 1e9
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            del q, k, v, o
+    json.dump(rows, open(os.path.join(out_dir, "bench-peers.json"), "w"), indent=1)
+
+    print("\n| dtype | D | causal | B | H | N | attn | SDPA flash | SDPA cuDNN | Flex | attn/flash | attn/cuDNN | attn/Flex |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        def t(key):
+            return f"{r[key + '_tflops']:.2f}" if key + "_tflops" in r else "n/a"
+
+        def ratio(key):
+            return (f"{r['attn_tflops'] / r[key + '_tflops']:.4f}"
+                    if key + "_tflops" in r else "n/a")
+        print(f"| {r['dtype']} | {r['D']} | {r['causal']} | {r['B']} | {r['H']} | {r['N']} "
+              f"| {t('attn')} | {t('flash')} | {t('cudnn')} | {t('flex')} "
+              f"| {ratio('flash')} | {ratio('cudnn')} | {ratio('flex')} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Benchmark round on the lent GPU: attn's kernels next to SDPA (flash,
+# cuDNN) and FlexAttention on BENCHMARKS.md's shapes. Carry gpu-bundles/
+# (scripts/make-gpu-bundles.sh). Usage: scripts/gpu-bench.sh [f16|bf16 ...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+bundles=()
+for dtype in "${@:-bf16 f16}"; do
+  for d in 64 128; do
+    for mask in full causal; do
+      bundles+=("gpu-bundles/bench-$dtype-d$d-$mask-bundle.json")
+    done
+  done
+done
+PYTHONUNBUFFERED=1 python3 bench/bench_peers.py "${bundles[@]}"
