@@ -5,8 +5,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+[ $# -gt 0 ] || set -- bf16 f16
 bundles=()
-for dtype in "${@:-bf16 f16}"; do
+for dtype in "$@"; do
   for d in 64 128; do
     for mask in full causal; do
       bundles+=("gpu-bundles/bench-$dtype-d$d-$mask-bundle.json")
