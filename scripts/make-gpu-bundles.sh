@@ -18,6 +18,10 @@ make_bundle f16-d64-causal --dtype=f16 --head-dim=64 --causal
 make_bundle bf16-d128-lse --dtype=bf16 --head-dim=128 --lse
 make_bundle f32-d16-causal-lse --dtype=f32 --head-dim=16 --causal --lse
 make_bundle f16-d64-window32 --dtype=f16 --head-dim=64 --mask=sliding-window:32
+# A cubin for another architecture: the runtime must refuse it clearly.
+build/bin/attn-opt "$out/f16-d64-causal.mlir" \
+  --attn-lower-to-nvvm="chip=sm_80 format=bin" \
+  --attn-write-kernel-bundle=prefix="$out/sm80-cubin-" -o /dev/null
 # The benchmark set: BENCHMARKS.md's dtypes, head dims, causal and not.
 for dtype in f16 bf16; do
   for d in 64 128; do

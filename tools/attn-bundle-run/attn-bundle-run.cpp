@@ -71,7 +71,7 @@ struct Options {
   std::string bundle, function;
   int64_t batch = 1, hq = 4, hkv = 4, m = 128, n = 128, window = 0;
   int repeat = 10;
-  bool causal = false;
+  bool causal = false, json = false;
 };
 
 Options parseOptions(int argc, char **argv) {
@@ -100,6 +100,8 @@ Options parseOptions(int argc, char **argv) {
       o.repeat = std::atoi(v);
     else if (a == "--causal")
       o.causal = true;
+    else if (a == "--json")
+      o.json = true;
     else if (a.rfind("--", 0) == 0)
       fail("unknown option '" + a + "'");
     else
@@ -108,7 +110,7 @@ Options parseOptions(int argc, char **argv) {
   if (o.bundle.empty())
     fail("usage: attn-bundle-run BUNDLE.json [--function=NAME] [--batch=B] "
          "[--heads=Hq:Hkv] [--q-len=M] [--kv-len=N] [--causal] [--window=W] "
-         "[--repeat=R]");
+         "[--repeat=R] [--json]");
   if (o.batch <= 0 || o.hq <= 0 || o.hkv <= 0 || o.m <= 0 || o.n <= 0 ||
       o.hq % o.hkv != 0 || o.window < 0 || o.repeat < 0)
     fail("sizes must be positive and Hq a multiple of Hkv");
@@ -261,6 +263,30 @@ int main(int argc, char **argv) {
       fail(error);
     times.push_back(ms);
   }
+  double ms = 0, tflops = 0;
+  if (!times.empty()) {
+    std::sort(times.begin(), times.end());
+    ms = times[times.size() / 2];
+    double flops = 4.0 * o.batch * o.hq * o.m * o.n * d;
+    if (o.causal && !o.window)
+      flops /= 2;
+    tflops = flops / ms / 1e9;
+  }
+  if (o.json) {
+    std::printf("{\"function\": \"%s\", \"chip\": \"%s\", \"B\": %lld, "
+                "\"Hq\": %lld, \"Hkv\": %lld, \"M\": %lld, \"N\": %lld, "
+                "\"D\": %lld, \"causal\": %s, \"window\": %lld, "
+                "\"error\": %.6e, \"tolerance\": %.1e, \"ms\": %.6f, "
+                "\"tflops\": %.4f, \"pass\": %s}\n",
+                function->name.c_str(), driver.chip().c_str(),
+                (long long)o.batch, (long long)o.hq, (long long)o.hkv,
+                (long long)o.m, (long long)o.n, (long long)d,
+                o.causal ? "true" : "false", (long long)o.window, err,
+                tolerance, ms, tflops, pass ? "true" : "false");
+    for (Argument &a : args)
+      driver.free(a.address);
+    return pass ? 0 : 1;
+  }
   std::printf("attn-bundle-run: @%s on %s, B=%lld Hq=%lld Hkv=%lld M=%lld "
               "N=%lld D=%lld%s: error %.3e (tolerance %.0e)%s: %s\n",
               function->name.c_str(), driver.chip().c_str(),
@@ -269,15 +295,9 @@ int main(int argc, char **argv) {
               o.window ? " window" : (o.causal ? " causal" : ""), err,
               tolerance, finite ? "" : ", non-finite or unwritten outputs",
               pass ? "PASS" : "FAIL");
-  if (!times.empty()) {
-    std::sort(times.begin(), times.end());
-    double ms = times[times.size() / 2];
-    double flops = 4.0 * o.batch * o.hq * o.m * o.n * d;
-    if (o.causal && !o.window)
-      flops /= 2;
+  if (!times.empty())
     std::printf("  median of %d runs: %.3f ms, %.2f TFLOP/s\n", o.repeat, ms,
-                flops / ms / 1e9);
-  }
+                tflops);
   for (Argument &a : args)
     driver.free(a.address);
   return pass ? 0 : 1;
