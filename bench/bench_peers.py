@@ -23,25 +23,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from triton.testing import do_bench
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gpu_check import Driver, evaluate, kernel_params  # noqa: E402
+from gpu_check import Driver, evaluate, kernel_params, median_ms  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
-
-
-def events_ms(run, warmup=1, repeats=2):
-    for _ in range(warmup):
-        run()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
 
 
 def main():
@@ -73,7 +57,9 @@ def main():
             params = kernel_params(launch["operands"], args)
             flops = 4.0 * b * h * n * n * d / (2 if causal else 1)
             row = {"dtype": m.group(1), "D": d, "causal": causal, "B": b, "H": h, "N": n}
-            row["attn_ms"] = events_ms(lambda: drv.launch(fn, grid, block, params))
+            # Our runs take up to seconds: 1 warm-up, median of 2.
+            row["attn_ms"] = median_ms(lambda: drv.launch(fn, grid, block, params),
+                                       repeats=2)
             for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
                                   ("cudnn", SDPBackend.CUDNN_ATTENTION)):
                 try:

@@ -218,9 +218,11 @@ def reference(q, k, v, causal, window, scale):
     return o, lse.squeeze(-1)
 
 
-def median_ms(run, repeats=20):
-    """Median of CUDA-event timings after a warm-up run."""
-    run()
+def median_ms(run, repeats=20, warmup=1):
+    """Median of CUDA-event timings after `warmup` runs."""
+    for _ in range(warmup):
+        run()
+    torch.cuda.synchronize()
     times = []
     for _ in range(repeats):
         start = torch.cuda.Event(enable_timing=True)
