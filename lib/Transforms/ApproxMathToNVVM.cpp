@@ -1,5 +1,6 @@
 //===- ApproxMathToNVVM.cpp - fast f32 transcendentals on NVIDIA GPUs -----===//
 
+#include "ArithUtils.h"
 #include "AttnDialect/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -19,9 +20,6 @@ using namespace mlir::attn;
 
 namespace {
 
-constexpr double kLog2E = 1.4426950408889634;
-constexpr double kLn2 = 0.6931471805599453;
-
 Value callIntrinsic(PatternRewriter &b, Location loc, StringRef name, Value x) {
   return LLVM::CallIntrinsicOp::create(b, loc, x.getType(),
                                        b.getStringAttr(name), ValueRange{x})
@@ -37,8 +35,7 @@ Value log2Approx(PatternRewriter &b, Location loc, Value x) {
 }
 
 Value scaled(PatternRewriter &b, Location loc, Value x, double factor) {
-  return arith::MulFOp::create(
-      b, loc, x, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(factor)));
+  return arith::MulFOp::create(b, loc, x, f32Constant(b, loc, factor));
 }
 
 /// Rewrites one f32 unary math op with `build`.

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ArithUtils.h"
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/Passes.h"
 
@@ -52,9 +53,6 @@ public:
 
 private:
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value f32Const(OpBuilder &builder, Location l, double v) {
-    return arith::ConstantOp::create(builder, l, builder.getF32FloatAttr(v));
-  }
   Value toF32(OpBuilder &builder, Location l, Value v) {
     if (v.getType().isF32())
       return v;
@@ -112,7 +110,7 @@ Value FlashBuilder::rowsOf(Value source, Value i0, Value i1, Value offset,
 
 Value FlashBuilder::filled(ArrayRef<OpFoldResult> sizes, double value) {
   Value empty = tensor::EmptyOp::create(b, loc, sizes, f32);
-  return linalg::FillOp::create(b, loc, f32Const(b, loc, value), empty)
+  return linalg::FillOp::create(b, loc, f32Constant(b, loc, value), empty)
       .getResult(0);
 }
 
@@ -135,7 +133,7 @@ Value FlashBuilder::scores(Value q, Value k, Value kvStart, const Position &pos,
   Value m = tensor::DimOp::create(builder, loc, q, 0);
   Value n = tensor::DimOp::create(builder, loc, k, 0);
   Value zeros = linalg::FillOp::create(
-                    builder, loc, f32Const(builder, loc, 0.0),
+                    builder, loc, f32Constant(builder, loc, 0.0),
                     tensor::EmptyOp::create(builder, loc,
                                             ArrayRef<OpFoldResult>{m, n}, f32)
                         .getResult())
@@ -177,8 +175,8 @@ Value FlashBuilder::scores(Value q, Value k, Value kvStart, const Position &pos,
                    nb, l, kvStart, linalg::IndexOp::create(nb, l, 1));
                Value x = args[0];
                if (hasScoreMod) {
-                 x = arith::MulFOp::create(nb, l, x,
-                                           f32Const(nb, l, op.getScaleValue()));
+                 x = arith::MulFOp::create(
+                     nb, l, x, f32Constant(nb, l, op.getScaleValue()));
                  x = inlineRegion(nb, l, op.getScoreMod(),
                                   {x, pos.b, pos.h, qi, kvi});
                }
@@ -195,7 +193,8 @@ Value FlashBuilder::scores(Value q, Value k, Value kvStart, const Position &pos,
                if (keep)
                  x = arith::SelectOp::create(
                      nb, l, keep, x,
-                     f32Const(nb, l, -std::numeric_limits<double>::infinity()));
+                     f32Constant(nb, l,
+                                 -std::numeric_limits<double>::infinity()));
                linalg::YieldOp::create(nb, l, x);
              })
       .getResult(0);
@@ -289,7 +288,7 @@ SmallVector<Value> FlashBuilder::finish(ValueRange state, ValueRange outs,
                   ValueRange{empty}, mapsOf(ctx, {{i, j}, {i}, {i, j}}),
                   {IteratorType::parallel, IteratorType::parallel},
                   [&](OpBuilder &nb, Location l, ValueRange args) {
-                    Value zeroF = f32Const(nb, l, 0.0);
+                    Value zeroF = f32Constant(nb, l, 0.0);
                     Value empty = arith::CmpFOp::create(
                         nb, l, arith::CmpFPredicate::OEQ, args[1], zeroF);
                     Value x = arith::SelectOp::create(
@@ -316,21 +315,22 @@ SmallVector<Value> FlashBuilder::finish(ValueRange state, ValueRange outs,
     // -inf for rows with nothing unmasked.
     Value emptyRow =
         tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{rows}, f32);
-    Value lse = linalg::GenericOp::create(
-                    b, loc, emptyRow.getType(), ValueRange{max, sum},
-                    ValueRange{emptyRow}, mapsOf(ctx, {{i}, {i}, {i}}),
-                    {IteratorType::parallel},
-                    [&](OpBuilder &nb, Location l, ValueRange args) {
-                      Value empty = arith::CmpFOp::create(
-                          nb, l, arith::CmpFPredicate::OEQ, args[1],
-                          f32Const(nb, l, 0.0));
-                      Value x = arith::AddFOp::create(
-                          nb, l, args[0], math::LogOp::create(nb, l, args[1]));
-                      x = arith::SelectOp::create(nb, l, empty,
-                                                  f32Const(nb, l, negInf), x);
-                      linalg::YieldOp::create(nb, l, x);
-                    })
-                    .getResult(0);
+    Value lse =
+        linalg::GenericOp::create(
+            b, loc, emptyRow.getType(), ValueRange{max, sum},
+            ValueRange{emptyRow}, mapsOf(ctx, {{i}, {i}, {i}}),
+            {IteratorType::parallel},
+            [&](OpBuilder &nb, Location l, ValueRange args) {
+              Value empty =
+                  arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ,
+                                        args[1], f32Constant(nb, l, 0.0));
+              Value x = arith::AddFOp::create(
+                  nb, l, args[0], math::LogOp::create(nb, l, args[1]));
+              x = arith::SelectOp::create(nb, l, empty,
+                                          f32Constant(nb, l, negInf), x);
+              linalg::YieldOp::create(nb, l, x);
+            })
+            .getResult(0);
     results.push_back(tensor::InsertSliceOp::create(
         b, loc, lse, outs[1],
         ArrayRef<OpFoldResult>{pos.localB, pos.localH, b.getIndexAttr(0)},

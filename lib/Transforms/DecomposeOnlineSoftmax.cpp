@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ArithUtils.h"
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/Passes.h"
 
@@ -34,12 +35,6 @@ using namespace mlir;
 using namespace mlir::attn;
 
 namespace {
-
-constexpr double kLog2E = 1.4426950408889634;
-
-Value f32Constant(OpBuilder &b, Location loc, double value) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
-}
 
 Value negInfConstant(OpBuilder &b, Location loc) {
   return f32Constant(b, loc, -std::numeric_limits<double>::infinity());

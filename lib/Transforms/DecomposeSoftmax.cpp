@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ArithUtils.h"
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/Passes.h"
 
@@ -30,12 +31,6 @@ using namespace mlir::attn;
 
 namespace {
 
-constexpr double kLog2E = 1.4426950408889634;
-
-Value f32Const(OpBuilder &b, Location loc, double v) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-}
-
 struct SoftmaxLowering {
   SoftmaxLowering(PatternRewriter &b, SoftmaxOp op, int64_t rowTile)
       : b(b), loc(op.getLoc()), op(op), rowTile(rowTile), f32(b.getF32Type()) {
@@ -52,7 +47,7 @@ struct SoftmaxLowering {
         tensor::getMixedSizes(b, loc, op.getInput());
     sizes.pop_back();
     Value empty = tensor::EmptyOp::create(b, loc, sizes, f32);
-    return linalg::FillOp::create(b, loc, f32Const(b, loc, value), empty)
+    return linalg::FillOp::create(b, loc, f32Constant(b, loc, value), empty)
         .getResult(0);
   }
 
@@ -86,7 +81,7 @@ struct SoftmaxLowering {
                  Value xf = args[0];
                  if (!xf.getType().isF32())
                    xf = arith::ExtFOp::create(nb, l, f32, xf);
-                 Value zero = f32Const(nb, l, 0.0);
+                 Value zero = f32Constant(nb, l, 0.0);
                  Value empty = arith::CmpFOp::create(
                      nb, l, arith::CmpFPredicate::OEQ, args[2], zero);
                  // With sum 0 the max is -inf; use 0 so no inf - inf occurs.
@@ -96,7 +91,7 @@ struct SoftmaxLowering {
                      nb, l,
                      arith::MulFOp::create(
                          nb, l, arith::SubFOp::create(nb, l, xf, max),
-                         f32Const(nb, l, kLog2E)));
+                         f32Constant(nb, l, kLog2E)));
                  Value y = arith::SelectOp::create(
                      nb, l, empty, zero,
                      arith::DivFOp::create(nb, l, e, args[2]));

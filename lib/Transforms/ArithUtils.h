@@ -1,0 +1,22 @@
+//===- ArithUtils.h - small arith helpers shared by the passes --*- C++ -*-===//
+
+#ifndef ATTN_LIB_TRANSFORMS_ARITHUTILS_H
+#define ATTN_LIB_TRANSFORMS_ARITHUTILS_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::attn {
+
+/// log2(e) and ln(2): exp(x) = exp2(x * log2(e)), log(x) = log2(x) * ln(2).
+constexpr double kLog2E = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+
+/// An f32 constant.
+inline Value f32Constant(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+} // namespace mlir::attn
+
+#endif // ATTN_LIB_TRANSFORMS_ARITHUTILS_H
