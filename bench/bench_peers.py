@@ -38,30 +38,54 @@ def main():
     flex = torch.compile(flex_attention, dynamic=False)
     rows = []
     for path in sys.argv[1:]:
-        m = re.search(r"bench-(f16|bf16)-d(\d+)-(causal|full)-bundle", path)
-        dtype, d, causal = DTYPES[m.group(1)], int(m.group(2)), m.group(3) == "causal"
+        m = re.search(r"bench-(f16|bf16)-d(\d+)-(causal|full|window1024|document512)-bundle", path)
+        dtype, d, kind = DTYPES[m.group(1)], int(m.group(2)), m.group(3)
+        causal = kind == "causal"
         bundle = json.load(open(path))
         directory = os.path.dirname(path)
         binary = bundle["binaries"][0]
         module = drv.load(open(os.path.join(directory, binary["file"]), "rb").read() + b"\0")
         launch = bundle["functions"][0]["launches"][0]
         fn = drv.function(module, launch["kernel"])
-        for n in (512, 1024, 2048, 4096, 8192, 16384):
+        lengths = ((512, 1024, 2048, 4096, 8192, 16384)
+                   if kind in ("causal", "full") else (2048, 8192))
+        for n in lengths:
             b, h = max(1, 16384 // n), 2048 // d
             q, k, v = (torch.empty(b, h, n, d, device="cuda", dtype=dtype).uniform_(-1, 1)
                        for _ in range(3))
             o = torch.empty_like(q)
             args = [q, k, v, o]
+            docs = torch.arange(n, device="cuda", dtype=torch.int32) // 512
+            if kind == "document512":
+                args.append(docs)  # the captured document ids
             grid = [evaluate(x, args) for x in launch["grid"]]
             block = [evaluate(x, args) for x in launch["block"]]
             params = kernel_params(launch["operands"], args)
-            flops = 4.0 * b * h * n * n * d / (2 if causal else 1)
-            row = {"dtype": m.group(1), "D": d, "causal": causal, "B": b, "H": h, "N": n}
+            # Masks as attn-run builds them (and as FlexAttention gets them):
+            # causal; causal within 1024 keys; causal within 512-token documents.
+            if kind == "causal":
+                mask_mod = lambda b_, h_, qi, kv: qi >= kv
+            elif kind == "window1024":
+                mask_mod = lambda b_, h_, qi, kv: (qi >= kv) & (qi - kv < 1024)
+            elif kind == "document512":
+                mask_mod = lambda b_, h_, qi, kv: (docs[qi] == docs[kv]) & (qi >= kv)
+            else:
+                mask_mod = None
+            if mask_mod is None:
+                density = 1.0
+            else:
+                idx = torch.arange(n, device="cuda")
+                density = mask_mod(0, 0, idx[:, None], idx[None, :]).float().mean().item()
+            flops = 4.0 * b * h * n * n * d * density  # useful FLOPs
+            row = {"dtype": m.group(1), "D": d, "mask": kind, "causal": causal,
+                   "density": density, "B": b, "H": h, "N": n}
             # Our runs take up to seconds: 1 warm-up, median of 2.
             row["attn_ms"] = median_ms(lambda: drv.launch(fn, grid, block, params),
                                        repeats=2)
-            for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
-                                  ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+            backends = ((("flash", SDPBackend.FLASH_ATTENTION),
+                         ("cudnn", SDPBackend.CUDNN_ATTENTION))
+                        if kind in ("causal", "full") else ())
+            for name, backend in backends:
                 try:
                     with sdpa_kernel([backend]):
                         run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -70,8 +94,8 @@ def main():
                 except Exception as e:  # a backend may not take this shape
                     row[name + "_error"] = repr(e)[:120]
             try:
-                mask = (create_block_mask(lambda b_, h_, qi, kv: qi >= kv, None, None, n, n,
-                                          device="cuda") if causal else None)
+                mask = (create_block_mask(mask_mod, None, None, n, n, device="cuda")
+                        if mask_mod is not None else None)
                 t0 = time.time()
                 run = lambda: flex(q, k, v, block_mask=mask)
                 run()
@@ -88,7 +112,7 @@ def main():
             del q, k, v, o
     json.dump(rows, open(os.path.join(out_dir, "bench-peers.json"), "w"), indent=1)
 
-    print("\n| dtype | D | causal | B | H | N | attn | SDPA flash | SDPA cuDNN | Flex | attn/flash | attn/cuDNN | attn/Flex |")
+    print("\n| dtype | D | mask | B | H | N | attn | SDPA flash | SDPA cuDNN | Flex | attn/flash | attn/cuDNN | attn/Flex |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         def t(key):
@@ -97,7 +121,7 @@ def main():
         def ratio(key):
             return (f"{r['attn_tflops'] / r[key + '_tflops']:.4f}"
                     if key + "_tflops" in r else "n/a")
-        print(f"| {r['dtype']} | {r['D']} | {r['causal']} | {r['B']} | {r['H']} | {r['N']} "
+        print(f"| {r['dtype']} | {r['D']} | {r['mask']} | {r['B']} | {r['H']} | {r['N']} "
               f"| {t('attn')} | {t('flash')} | {t('cudnn')} | {t('flex')} "
               f"| {ratio('flash')} | {ratio('cudnn')} | {ratio('flex')} |")
 

@@ -2,6 +2,7 @@
 # Benchmark round on the lent GPU: attn's kernels next to SDPA (flash,
 # cuDNN) and FlexAttention on BENCHMARKS.md's shapes. Carry gpu-bundles/
 # (scripts/make-gpu-bundles.sh). Usage: scripts/gpu-bench.sh [f16|bf16 ...]
+#   or scripts/gpu-bench.sh masks
 set -uo pipefail
 cd "$(dirname "$0")/.."
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -14,4 +15,9 @@ for dtype in "$@"; do
     done
   done
 done
+# `masks` times the sliding-window and document bundles next to Flex.
+if [ "$1" = masks ]; then
+  bundles=(gpu-bundles/bench-bf16-d128-window1024-bundle.json
+           gpu-bundles/bench-bf16-d128-document512-bundle.json)
+fi
 PYTHONUNBUFFERED=1 python3 bench/bench_peers.py "${bundles[@]}"

@@ -29,4 +29,7 @@ for dtype in f16 bf16; do
     make_bundle "bench-$dtype-d$d-causal" --dtype=$dtype --head-dim=$d --causal
   done
 done
+# Masks next to FlexAttention (bf16, D=128, as its anchors).
+make_bundle bench-bf16-d128-window1024 --dtype=bf16 --head-dim=128 --mask=sliding-window:1024
+make_bundle bench-bf16-d128-document512 --dtype=bf16 --head-dim=128 --mask=document
 ls "$out"
