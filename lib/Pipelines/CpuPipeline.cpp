@@ -8,10 +8,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/Pipelines/Pipelines.h"
+#include "Stages.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -20,18 +20,11 @@ using namespace mlir::attn;
 LogicalResult mlir::attn::buildCpuPipeline(
     OpPassManager &pm, const CpuPipelineOptions &options,
     function_ref<LogicalResult(const Twine &)> errorHandler) {
-  int stop = llvm::StringSwitch<int>(options.until)
-                 .Case("tile", 0)
-                 .Case("decompose", 1)
-                 .Case("bufferize", 2)
-                 .Case("loops", 3)
-                 .Case("llvm", 4)
-                 .Default(-1);
-  if (stop < 0)
-    return errorHandler("attn-lower-to-cpu: unknown stage '" +
-                        options.until.getValue() +
-                        "' (expected tile, decompose, bufferize, loops or "
-                        "llvm)");
+  FailureOr<int> stop = findStage(
+      "attn-lower-to-cpu", {"tile", "decompose", "bufferize", "loops", "llvm"},
+      options.until, errorHandler);
+  if (failed(stop))
+    return failure();
   if (options.qTile <= 0 || options.kvTile <= 0 || options.rowTile <= 0)
     return errorHandler("attn-lower-to-cpu: q-tile, kv-tile and row-tile "
                         "must be positive");
@@ -58,40 +51,5 @@ LogicalResult mlir::attn::buildCpuPipeline(
       "llvm,"
       "convert-math-to-libm,finalize-memref-to-llvm,convert-to-llvm,"
       "reconcile-unrealized-casts"};
-  for (int stage = 0; stage <= stop; ++stage)
-    if (failed(parsePassPipeline(stages[stage], pm)))
-      return failure();
-  return success();
-}
-
-void mlir::attn::registerAttnPipelines() {
-  registerPassPipeline(
-      "attn-lower-to-cpu",
-      "Lower attn ops to the LLVM dialect for the host CPU (stop early with "
-      "until=tile|decompose|bufferize|loops)",
-      [](OpPassManager &pm, StringRef text,
-         function_ref<LogicalResult(const Twine &)> errorHandler) {
-        CpuPipelineOptions options;
-        if (failed(options.parseFromString(text)))
-          return failure();
-        return buildCpuPipeline(pm, options, errorHandler);
-      },
-      [](function_ref<void(const detail::PassOptions &)> optionHandler) {
-        optionHandler(CpuPipelineOptions());
-      });
-  registerPassPipeline(
-      "attn-lower-to-nvvm",
-      "Lower attn.attention to a gpu.binary (PTX or cubin) for an NVIDIA "
-      "GPU: chip=sm_80|sm_90 (stop early with "
-      "until=tile|decompose|bufferize|gpu|nvvm)",
-      [](OpPassManager &pm, StringRef text,
-         function_ref<LogicalResult(const Twine &)> errorHandler) {
-        NvvmPipelineOptions options;
-        if (failed(options.parseFromString(text)))
-          return failure();
-        return buildNvvmPipeline(pm, options, errorHandler);
-      },
-      [](function_ref<void(const detail::PassOptions &)> optionHandler) {
-        optionHandler(NvvmPipelineOptions());
-      });
+  return addStages(pm, stages, *stop);
 }

@@ -12,10 +12,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/Pipelines/Pipelines.h"
+#include "Stages.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Regex.h"
 
@@ -25,19 +25,12 @@ using namespace mlir::attn;
 LogicalResult mlir::attn::buildNvvmPipeline(
     OpPassManager &pm, const NvvmPipelineOptions &options,
     function_ref<LogicalResult(const Twine &)> errorHandler) {
-  int stop = llvm::StringSwitch<int>(options.until)
-                 .Case("tile", 0)
-                 .Case("decompose", 1)
-                 .Case("bufferize", 2)
-                 .Case("gpu", 3)
-                 .Case("nvvm", 4)
-                 .Case("binary", 5)
-                 .Default(-1);
-  if (stop < 0)
-    return errorHandler("attn-lower-to-nvvm: unknown stage '" +
-                        options.until.getValue() +
-                        "' (expected tile, decompose, bufferize, gpu, nvvm or "
-                        "binary)");
+  FailureOr<int> stop =
+      findStage("attn-lower-to-nvvm",
+                {"tile", "decompose", "bufferize", "gpu", "nvvm", "binary"},
+                options.until, errorHandler);
+  if (failed(stop))
+    return failure();
   if (options.chip.empty())
     return errorHandler("attn-lower-to-nvvm: missing target chip: pass "
                         "chip=sm_80 or chip=sm_90");
@@ -84,8 +77,5 @@ LogicalResult mlir::attn::buildNvvmPipeline(
                     options.chip.getValue()),
       llvm::formatv("gpu-module-to-binary{{format={0}}",
                     options.format.getValue())};
-  for (int stage = 0; stage <= stop; ++stage)
-    if (failed(parsePassPipeline(stages[stage], pm)))
-      return failure();
-  return success();
+  return addStages(pm, stages, *stop);
 }
