@@ -4,6 +4,9 @@
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/IR/AttnTypes.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"

@@ -279,6 +279,64 @@ LogicalResult OnlineSoftmaxOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// MergeSplitsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MergeSplitsOp::verify() {
+  Operation *op = getOperation();
+  auto po = cast<RankedTensorType>(getPartialOut().getType());
+  auto pl = cast<RankedTensorType>(getPartialLse().getType());
+  if (failed(verifyRank(op, "partial_out", po, 5, "[B, H, M, Dv, S]")) ||
+      failed(verifyRank(op, "partial_lse", pl, 4, "[B, H, M, S]")))
+    return failure();
+  for (auto [name, pi, li] :
+       {std::tuple{"batch", 0u, 0u}, std::tuple{"heads", 1u, 1u},
+        std::tuple{"query length M", 2u, 2u}, std::tuple{"splits S", 4u, 3u}})
+    if (failed(verifySameDim(op, name, "partial_out", po, pi, "partial_lse", pl,
+                             li)))
+      return failure();
+
+  size_t numOutputs = getOutputs().size();
+  if (numOutputs < 1 || numOutputs > 2)
+    return emitOpError() << "expected outs to hold the output and optionally "
+                            "the logsumexp (1 or 2 tensors), but got "
+                         << numOutputs;
+  auto out = cast<RankedTensorType>(getOutputs()[0].getType());
+  if (failed(verifyRank(op, "output", out, 4, "[B, H, M, Dv]")))
+    return failure();
+  if (!isSupportedFloat(out.getElementType()))
+    return emitOpError() << "expected output element type to be f16, bf16 or "
+                            "f32, but got "
+                         << out.getElementType();
+  for (unsigned d = 0; d < 4; ++d)
+    if (failed(verifySameDim(op, d == 3 ? "value head dim" : "outer dim",
+                             "partial_out", po, d, "output", out, d)))
+      return failure();
+  if (Value lseInit = getLogsumexpInit()) {
+    auto lse = cast<RankedTensorType>(lseInit.getType());
+    if (failed(verifyRank(op, "logsumexp", lse, 3, "[B, H, M]")))
+      return failure();
+    if (!lse.getElementType().isF32())
+      return emitOpError() << "expected logsumexp element type to be f32, but "
+                              "got "
+                           << lse.getElementType();
+    for (unsigned d = 0; d < 3; ++d)
+      if (failed(verifySameDim(op, "outer dim", "partial_lse", pl, d,
+                               "logsumexp", lse, d)))
+        return failure();
+  }
+  if (getResults().size() != numOutputs)
+    return emitOpError() << "expected one result per output (" << numOutputs
+                         << "), but got " << getResults().size();
+  for (auto [i, result, init] : llvm::enumerate(getResults(), getOutputs()))
+    if (result.getType() != init.getType())
+      return emitOpError() << "expected result #" << i << " type to equal "
+                           << "output #" << i << " type " << init.getType()
+                           << ", but got " << result.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // SoftmaxOp
 //===----------------------------------------------------------------------===//
 

@@ -32,7 +32,7 @@ LogicalResult mlir::attn::buildCpuPipeline(
   const std::string stages[] = {
       llvm::formatv("attn-tile-attention{{q-tile={0}},canonicalize",
                     options.qTile.getValue()),
-      llvm::formatv("attn-decompose-attention{{kv-tile={0}},"
+      llvm::formatv("attn-decompose-merge-splits,attn-decompose-attention{{kv-tile={0}},"
                     "attn-decompose-softmax{{row-tile={1}},"
                     "attn-decompose-online-softmax,canonicalize,cse,"
                     "attn-check-decomposed",

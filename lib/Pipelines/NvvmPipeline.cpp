@@ -53,7 +53,7 @@ LogicalResult mlir::attn::buildNvvmPipeline(
       llvm::formatv("attn-tile-attention{{q-tile={0} gpu-mapping "
                     "thread-rows=1},canonicalize",
                     options.qTile.getValue()),
-      llvm::formatv("attn-decompose-attention{{kv-tile={0}},"
+      llvm::formatv("attn-decompose-merge-splits,attn-decompose-attention{{kv-tile={0}},"
                     "attn-decompose-softmax,attn-decompose-online-softmax,"
                     "canonicalize,cse,attn-check-decomposed",
                     options.kvTile.getValue()),

@@ -629,3 +629,51 @@ func.func @f() {
 // -----
 
 func.func private @opaque(f32) -> f32
+
+// -----
+
+func.func @f(%po: tensor<1x8x1x64xf32>, %pl: tensor<1x8x1x4xf32>, %o: tensor<1x8x1x64xf16>) {
+  // expected-error @+1 {{'attn.merge_splits' op expected partial_out to have rank 5 ([B, H, M, Dv, S]), but got 'tensor<1x8x1x64xf32>'}}
+  %0 = attn.merge_splits ins(%po, %pl : tensor<1x8x1x64xf32>, tensor<1x8x1x4xf32>) outs(%o : tensor<1x8x1x64xf16>) -> tensor<1x8x1x64xf16>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<1x8x1x64x4xf32>, %pl: tensor<1x8x1x3xf32>, %o: tensor<1x8x1x64xf16>) {
+  // expected-error @+1 {{'attn.merge_splits' op expected partial_lse dim 3 (splits S) to equal partial_out dim 4 (4), but got 3}}
+  %0 = attn.merge_splits ins(%po, %pl : tensor<1x8x1x64x4xf32>, tensor<1x8x1x3xf32>) outs(%o : tensor<1x8x1x64xf16>) -> tensor<1x8x1x64xf16>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<1x8x1x64x4xf32>, %pl: tensor<1x8x1x4xf32>, %o: tensor<1x8x1x32xf16>) {
+  // expected-error @+1 {{'attn.merge_splits' op expected output dim 3 (value head dim) to equal partial_out dim 3 (64), but got 32}}
+  %0 = attn.merge_splits ins(%po, %pl : tensor<1x8x1x64x4xf32>, tensor<1x8x1x4xf32>) outs(%o : tensor<1x8x1x32xf16>) -> tensor<1x8x1x32xf16>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<1x8x1x64x4xf32>, %pl: tensor<1x8x1x4xf32>, %o: tensor<1x8x1x64xi32>) {
+  // expected-error @+1 {{'attn.merge_splits' op expected output element type to be f16, bf16 or f32, but got 'i32'}}
+  %0 = attn.merge_splits ins(%po, %pl : tensor<1x8x1x64x4xf32>, tensor<1x8x1x4xf32>) outs(%o : tensor<1x8x1x64xi32>) -> tensor<1x8x1x64xi32>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<1x8x1x64x4xf32>, %pl: tensor<1x8x1x4xf32>, %o: tensor<1x8x1x64xf16>, %l: tensor<1x8x1xf16>) {
+  // expected-error @+1 {{'attn.merge_splits' op expected logsumexp element type to be f32, but got 'f16'}}
+  %0:2 = attn.merge_splits ins(%po, %pl : tensor<1x8x1x64x4xf32>, tensor<1x8x1x4xf32>) outs(%o, %l : tensor<1x8x1x64xf16>, tensor<1x8x1xf16>) -> tensor<1x8x1x64xf16>, tensor<1x8x1xf16>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<1x8x1x64x4xf16>, %pl: tensor<1x8x1x4xf32>, %o: tensor<1x8x1x64xf16>) {
+  // expected-error @+1 {{'attn.merge_splits' op operand #0 must be ranked tensor of 32-bit float values, but got 'tensor<1x8x1x64x4xf16>'}}
+  %0 = attn.merge_splits ins(%po, %pl : tensor<1x8x1x64x4xf16>, tensor<1x8x1x4xf32>) outs(%o : tensor<1x8x1x64xf16>) -> tensor<1x8x1x64xf16>
+  return
+}

@@ -152,3 +152,18 @@ func.func @softmax(%x: tensor<?x4096xf16>, %y: tensor<?x4096xf16>,
   %s = attn.softmax ins(%a : tensor<1048576xf32>) outs(%b : tensor<1048576xbf16>) -> tensor<1048576xbf16>
   return %r, %s : tensor<?x4096xf16>, tensor<1048576xbf16>
 }
+
+// CHECK-LABEL: func.func @merge_splits
+// CHECK: attn.merge_splits ins(%{{.*}}, %{{.*}} : tensor<1x8x1x64x4xf32>, tensor<1x8x1x4xf32>) outs(%{{.*}} : tensor<1x8x1x64xf16>) -> tensor<1x8x1x64xf16>
+// CHECK: attn.merge_splits ins(%{{.*}}, %{{.*}} : tensor<?x?x?x128x?xf32>, tensor<?x?x?x?xf32>) outs(%{{.*}}, %{{.*}} : tensor<?x?x?x128xbf16>, tensor<?x?x?xf32>) -> tensor<?x?x?x128xbf16>, tensor<?x?x?xf32>
+func.func @merge_splits(%po: tensor<1x8x1x64x4xf32>, %pl: tensor<1x8x1x4xf32>,
+                        %o: tensor<1x8x1x64xf16>, %dpo: tensor<?x?x?x128x?xf32>,
+                        %dpl: tensor<?x?x?x?xf32>, %do: tensor<?x?x?x128xbf16>,
+                        %dl: tensor<?x?x?xf32>)
+    -> (tensor<1x8x1x64xf16>, tensor<?x?x?x128xbf16>, tensor<?x?x?xf32>) {
+  %0 = attn.merge_splits ins(%po, %pl : tensor<1x8x1x64x4xf32>, tensor<1x8x1x4xf32>)
+      outs(%o : tensor<1x8x1x64xf16>) -> tensor<1x8x1x64xf16>
+  %1:2 = attn.merge_splits ins(%dpo, %dpl : tensor<?x?x?x128x?xf32>, tensor<?x?x?x?xf32>)
+      outs(%do, %dl : tensor<?x?x?x128xbf16>, tensor<?x?x?xf32>) -> tensor<?x?x?x128xbf16>, tensor<?x?x?xf32>
+  return %0, %1#0, %1#1 : tensor<1x8x1x64xf16>, tensor<?x?x?x128xbf16>, tensor<?x?x?xf32>
+}

@@ -33,6 +33,7 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -111,6 +112,11 @@ static cl::opt<bool> emitVariant("emit-variant",
                                  cl::desc("print the generated IR and stop"),
                                  cl::cat(category));
 static cl::opt<int64_t> qTile("q-tile", cl::init(64), cl::cat(category));
+static cl::opt<std::string> transformFile(
+    "transform", cl::init(""),
+    cl::desc("a transform-dialect file whose @__transform_main runs on the "
+             "input before the CPU pipeline (e.g. split-kv tiling)"),
+    cl::value_desc("FILE.mlir"), cl::cat(category));
 static cl::opt<int64_t> kvTile("kv-tile", cl::init(64), cl::cat(category));
 static cl::opt<int64_t> rowTile("row-tile", cl::init(4096),
                                 cl::desc("softmax elements per step"),
@@ -180,6 +186,15 @@ compileForCpu(ModuleOp module, func::FuncOp func, double &compileMs) {
   // functions; then the C interface takes the buffers and returns nothing.
   compiled->lookupSymbol<func::FuncOp>(func.getName()).setPrivate();
   PassManager pm(module.getContext());
+  if (!transformFile.empty()) {
+    if (!llvm::sys::fs::exists(transformFile))
+      fail("--transform: no file '" + transformFile + "'");
+    std::string interpreter = "transform-preload-library{transform-library-"
+                              "paths=" +
+                              transformFile + "},transform-interpreter";
+    if (failed(parsePassPipeline(interpreter, pm)))
+      fail("--transform: cannot build the transform interpreter");
+  }
   attn::CpuPipelineOptions options;
   options.qTile = qTile;
   options.kvTile = kvTile;

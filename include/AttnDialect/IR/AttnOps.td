@@ -22,6 +22,9 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     DeclareOpInterfaceMethods<TilingInterface, [
         "getLoopIteratorTypes", "getIterationDomain",
         "getTiledImplementation", "getResultTilePosition"]>,
+    DeclareOpInterfaceMethods<PartialReductionOpInterface, [
+        "generateInitialTensorForPartialReduction", "tileToPartialReduction",
+        "mergeReductions", "getPartialResultTilePosition"]>,
     Pure]> {
   let summary = "scaled dot-product attention with FlexAttention hooks";
   let description = [{
@@ -63,10 +66,15 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     whole-problem positions (b0 + b, h0 + h, q0 + q, kv0 + kv), so tiling
     never changes what a region computes.
 
-    Tiling (`TilingInterface`) runs over (B, Hq, M, Dv), all parallel; Dv
-    is not split, and heads are split one at a time (or into groups that
-    share a kv head), so each tile's K/V slice is the kv head its query
-    heads read.
+    Tiling (`TilingInterface`) runs over (B, Hq, M, Dv, N): the first four
+    parallel, the kv length N a reduction. Dv is not split, and heads are
+    split one at a time (or into groups that share a kv head), so each
+    tile's K/V slice is the kv head its query heads read. N is split only
+    through `PartialReductionOpInterface` (`tile_reduction_using_forall`,
+    `tile_reduction_using_for`): each kv split computes its own normalized
+    f32 output and logsumexp, and `attn.merge_splits` combines them
+    (FlashDecoding). Tiling N as a plain loop would be wrong (attention
+    overwrites its output rather than accumulating) and is refused.
 
     A `block_mask` lists, per q-block, which kv-blocks are partially and
     fully unmasked; kernels skip the others and evaluate `mask_mod` only on
@@ -140,6 +148,59 @@ def Attn_AttentionOp : Attn_Op<"attention", [
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// attn.merge_splits
+//===----------------------------------------------------------------------===//
+
+def Attn_MergeSplitsOp : Attn_Op<"merge_splits", [
+    DestinationStyleOpInterface,
+    Pure]> {
+  let summary = "combines attention computed on disjoint kv splits";
+  let description = [{
+    The merge step of split-kv attention (FlashDecoding). `partial_out`
+    [B, H, M, Dv, S] and `partial_lse` [B, H, M, S] (f32) hold, for each of
+    S kv splits, the attention output normalized over that split and the
+    split's natural-log logsumexp. The result is the attention over all
+    splits:
+
+    ```
+    lse[b, h, m]     = log(sum_s exp(partial_lse[b, h, m, s]))
+    out[b, h, m, :]  = sum_s exp(partial_lse[b, h, m, s] - lse[b, h, m])
+                             * partial_out[b, h, m, :, s]
+    ```
+
+    A split whose logsumexp is -inf saw no unmasked key and contributes
+    nothing; a row where every split is -inf gives 0 and a logsumexp of
+    -inf, never NaN. `outs` holds the output (f16, bf16 or f32) and,
+    optionally, the [B, H, M] f32 logsumexp. `PartialReductionOpInterface`
+    on `attn.attention` produces this op; `attn-decompose-merge-splits`
+    lowers it to linalg.
+
+    ```mlir
+    %o = attn.merge_splits ins(%po, %pl : tensor<1x8x1x64x4xf32>, tensor<1x8x1x4xf32>)
+                           outs(%init : tensor<1x8x1x64xf16>) -> tensor<1x8x1x64xf16>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$partial_out,
+                       RankedTensorOf<[F32]>:$partial_lse,
+                       Variadic<AnyRankedTensor>:$outputs);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    `ins` `(` $partial_out `,` $partial_lse `:` type($partial_out) `,`
+              type($partial_lse) `)`
+    `outs` `(` $outputs `:` type($outputs) `)`
+    attr-dict `->` type($results)
+  }];
+  let extraClassDeclaration = [{
+    /// The logsumexp init and result, when asked for.
+    Value getLogsumexpInit() {
+      return getOutputs().size() > 1 ? getOutputs()[1] : Value();
+    }
+    MutableOperandRange getDpsInitsMutable() { return getOutputsMutable(); }
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

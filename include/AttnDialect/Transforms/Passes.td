@@ -101,6 +101,26 @@ def DecomposeAttention : Pass<"attn-decompose-attention"> {
   ];
 }
 
+def DecomposeMergeSplits : Pass<"attn-decompose-merge-splits"> {
+  let summary = "attn.merge_splits to linalg";
+  let description = [{
+    Lowers the merge of split-kv attention to linalg.generic ops on
+    tensors, in f32 with exp2/log2:
+    1. the row maximum of the splits' logsumexps (a reduction over S);
+    2. the sum of exp(lse_s - max) over the splits (a reduction over S);
+    3. the merged logsumexp, max + ln(sum), -inf where every split is -inf;
+    4. the output, sum_s exp(lse_s - lse) * out_s (a reduction over S), 0
+       on rows whose logsumexp is -inf;
+    5. a rounding to the output type when it is not f32.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def DecomposeSoftmax : Pass<"attn-decompose-softmax"> {
   let summary = "attn.softmax to attn.online_softmax steps";
   let description = [{
