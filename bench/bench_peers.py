@@ -60,6 +60,7 @@ def main():
                 args.append(docs)  # the captured document ids
             grid = [evaluate(x, args) for x in launch["grid"]]
             block = [evaluate(x, args) for x in launch["block"]]
+            shared = evaluate(launch.get("shared_memory_bytes", "0"), args)
             params = kernel_params(launch["operands"], args)
             # Masks as attn-run builds them (and as FlexAttention gets them):
             # causal; causal within 1024 keys; causal within 512-token documents.
@@ -80,7 +81,7 @@ def main():
             row = {"dtype": m.group(1), "D": d, "mask": kind, "causal": causal,
                    "density": density, "B": b, "H": h, "N": n}
             # Our runs take up to seconds: 1 warm-up, median of 2.
-            row["attn_ms"] = median_ms(lambda: drv.launch(fn, grid, block, params),
+            row["attn_ms"] = median_ms(lambda: drv.launch(fn, grid, block, params, shared),
                                        repeats=2)
             backends = ((("flash", SDPBackend.FLASH_ATTENTION),
                          ("cudnn", SDPBackend.CUDNN_ATTENTION))

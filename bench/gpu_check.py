@@ -34,6 +34,7 @@ class Driver:
             sys.exit(f"gpu_check: no CUDA driver: {e}")
         torch.cuda.init()  # creates the primary context we launch into
         torch.zeros(1, device="cuda")
+        self.opted_in = {}  # kernels allowed more than 48 KiB of shared memory
 
     def check(self, result, what):
         if result != CUDA_SUCCESS:
@@ -62,7 +63,12 @@ class Driver:
                    f"cuModuleGetFunction({name})")
         return fn
 
-    def launch(self, fn, grid, block, params):
+    def launch(self, fn, grid, block, params, shared=0):
+        if shared > 48 * 1024 and self.opted_in.get(fn.value) != shared:
+            # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+            self.check(self.lib.cuFuncSetAttribute(fn, 8, shared),
+                       f"cuFuncSetAttribute({shared} bytes of shared memory)")
+            self.opted_in[fn.value] = shared
         holders = []
         pointers = (ctypes.c_void_p * len(params))()
         for i, p in enumerate(params):
@@ -73,7 +79,7 @@ class Driver:
             fn, ctypes.c_uint(grid[0]), ctypes.c_uint(grid[1]),
             ctypes.c_uint(grid[2]), ctypes.c_uint(block[0]),
             ctypes.c_uint(block[1]), ctypes.c_uint(block[2]),
-            ctypes.c_uint(0), ctypes.c_void_p(stream), pointers, None),
+            ctypes.c_uint(shared), ctypes.c_void_p(stream), pointers, None),
             "cuLaunchKernel")
 
 
@@ -246,9 +252,10 @@ def bench(drv, fn, launch, a, dtype, d, dv):
         args.append(torch.empty(b, h, n, device="cuda"))
     grid = [evaluate(x, args) for x in launch["grid"]]
     block = [evaluate(x, args) for x in launch["block"]]
+    shared = evaluate(launch.get("shared_memory_bytes", "0"), args)
     params = kernel_params(launch["operands"], args)
     flops = 4.0 * b * h * n * n * d / (2 if a.causal else 1)
-    ours = median_ms(lambda: drv.launch(fn, grid, block, params), repeats=5)
+    ours = median_ms(lambda: drv.launch(fn, grid, block, params, shared), repeats=5)
     sdpa = median_ms(lambda: torch.nn.functional.scaled_dot_product_attention(
         q, k, v, is_causal=a.causal))
     print(f"bench B={b} H={h} N={n} D={d} {a.dtype} causal={a.causal}: "
@@ -307,7 +314,8 @@ def main():
             args.append(torch.full((b, hq, m), float("nan"), device="cuda"))
         grid = [evaluate(x, args) for x in launch["grid"]]
         block = [evaluate(x, args) for x in launch["block"]]
-        drv.launch(fn, grid, block, kernel_params(launch["operands"], args))
+        shared = evaluate(launch.get("shared_memory_bytes", "0"), args)
+        drv.launch(fn, grid, block, kernel_params(launch["operands"], args), shared)
         torch.cuda.synchronize()
         ro, rl = reference(q, k, v, a.causal, a.window, 1 / math.sqrt(d))
         ro = ro.to(dtype).double()  # what a correctly rounded kernel stores

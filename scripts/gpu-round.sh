@@ -30,6 +30,10 @@ run gpu-bundles/bf16-d128-lse-bundle.json --batch=1 --heads=4:1 --q-len=257 --kv
 run gpu-bundles/f16-d64-window32-bundle.json --window=32 --batch=2 --heads=4:4 --q-len=130 --kv-len=130
 run gpu-bundles/f16-d64-causal-bundle.json --causal --batch=4 --heads=16:16 --q-len=1024 --kv-len=1024 --repeat=5
 run gpu-bundles/f16-d64-causal-bundle.json --causal --batch=1 --heads=2:1 --q-len=64 --kv-len=64 --json
+# A problem larger than the GPU's memory: a clear error before any input is
+# made, and a non-zero exit.
+build-runtime/bin/attn-bundle-run gpu-bundles/f16-d64-causal-bundle.json --causal --batch=64 --heads=64:64 --q-len=131072 --kv-len=131072 2>&1 | log
+[ "${PIPESTATUS[0]}" -ne 0 ] || { echo "expected the oversized problem to be refused"; status=1; }
 # A cubin built for sm_80 cannot run on this GPU: a clear error, exit 2.
 build-runtime/bin/attn-bundle-run gpu-bundles/sm80-cubin-bundle.json --causal 2>&1 | log
 [ "${PIPESTATUS[0]}" -eq 2 ] || { echo "expected the sm_80 cubin to be refused"; status=1; }

@@ -129,6 +129,20 @@ TEST(RuntimeBundle, LoadsBundles) {
   int64_t gridX;
   ASSERT_TRUE(evaluateIndex(launch.grid[0], args, gridX, error));
   EXPECT_EQ(gridX, 3);
+  // A launch without "shared_memory_bytes" needs no dynamic shared memory.
+  int64_t shared = -1;
+  ASSERT_TRUE(evaluateIndex(launch.sharedMemoryBytes, args, shared, error));
+  EXPECT_EQ(shared, 0);
+
+  std::string withShared = bundleText("shared");
+  withShared.replace(withShared.find(R"("block")"), 0,
+                     R"("shared_memory_bytes": "76288", )");
+  ASSERT_TRUE(Bundle::load(writeBundle("shared", withShared), bundle, error))
+      << error;
+  ASSERT_TRUE(
+      evaluateIndex(bundle.function("attention")->launches[0].sharedMemoryBytes,
+                    args, shared, error));
+  EXPECT_EQ(shared, 76288);
 }
 
 TEST(RuntimeBundle, RejectsBrokenBundlesWithAReason) {

@@ -57,6 +57,9 @@ bool evaluateIndex(const Expr &expr, const std::vector<Argument> &args,
 struct Launch {
   std::string module, kernel;
   Expr grid[3], block[3];
+  /// Dynamic shared memory bytes per block ("shared_memory_bytes"; 0 when a
+  /// bundle leaves it out).
+  Expr sharedMemoryBytes;
   std::vector<Expr> operands;
 
   /// The kernel parameters for `args`: memrefs expand to MLIR descriptors

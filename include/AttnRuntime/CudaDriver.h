@@ -38,8 +38,12 @@ public:
   bool loadModule(const Binary &binary, void *&module, std::string &error);
   bool getFunction(void *module, const std::string &name, void *&function,
                    std::string &error);
+  /// Lets `function` use `bytes` of dynamic shared memory per block (opting
+  /// in above the default 48 KiB); false with `error` when the GPU has less.
+  bool reserveSharedMemory(void *function, int64_t bytes, std::string &error);
   bool launch(void *function, const int64_t grid[3], const int64_t block[3],
-              const std::vector<Param> &params, std::string &error);
+              int64_t sharedBytes, const std::vector<Param> &params,
+              std::string &error);
   bool synchronize(std::string &error);
 
   /// Milliseconds `run` takes on the GPU, by CUDA events around it.
@@ -58,6 +62,7 @@ private:
 
   void *library = nullptr;
   void *context = nullptr;
+  int maxSharedBytes = 48 * 1024;
   std::string chip_;
   struct Api;
   Api *api = nullptr;

@@ -32,11 +32,12 @@ LogicalResult mlir::attn::buildCpuPipeline(
   const std::string stages[] = {
       llvm::formatv("attn-tile-attention{{q-tile={0}},canonicalize",
                     options.qTile.getValue()),
-      llvm::formatv("attn-decompose-merge-splits,attn-decompose-attention{{kv-tile={0}},"
-                    "attn-decompose-softmax{{row-tile={1}},"
-                    "attn-decompose-online-softmax,canonicalize,cse,"
-                    "attn-check-decomposed",
-                    options.kvTile.getValue(), options.rowTile.getValue()),
+      llvm::formatv(
+          "attn-decompose-merge-splits,attn-decompose-attention{{kv-tile={0}},"
+          "attn-decompose-softmax{{row-tile={1}},"
+          "attn-decompose-online-softmax,canonicalize,cse,"
+          "attn-check-decomposed",
+          options.kvTile.getValue(), options.rowTile.getValue()),
       // Loop-carried softmax statistics are updated out of place; allowing
       // fresh buffers to be yielded from loops keeps that legal.
       "one-shot-bufferize{bufferize-function-boundaries "

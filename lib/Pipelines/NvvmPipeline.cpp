@@ -1,13 +1,16 @@
 //===- NvvmPipeline.cpp - attn-lower-to-nvvm ------------------------------===//
 //
-// attention -> grid of q-tiles (blocks) x rows (threads) -> per-thread flash
-// loops -> memrefs with every temporary on the thread's stack -> gpu.launch
-// -> outlined kernels -> NVVM -> PTX. One kernel serves every B, H, M and N:
-// the grid is computed from the sizes at launch.
+// attention -> grid of q-tiles (blocks) -> the block's flash loop on tiles
+// -> buffers, the block's tiles (Q, K, V, scores, accumulator) in shared
+// memory -> gpu.launch, each linalg op's parallel loops strided over the
+// block's threads with a barrier after each -> outlined kernels -> NVVM ->
+// PTX. One kernel serves every B, H, M and N: the grid is computed from the
+// sizes at launch.
 //
-// This is the SIMT stage of the performance path (DESIGN.md): one thread per
-// query row, K/V read from global memory. Tensor cores and shared-memory
-// staging replace the tile contractions later without changing the stages.
+// This is the SIMT stage of the performance path (DESIGN.md): K/V tiles are
+// staged in shared memory once per block; the contractions stay tile-level
+// linalg ops until threads are distributed, so a tensor-core lowering can
+// take them over without changing the stages.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,31 +45,38 @@ LogicalResult mlir::attn::buildNvvmPipeline(
                         options.chip.getValue() +
                         "': the kernels need sm_75 or newer (sm_80, sm_90, "
                         "sm_90a, ...)");
-  if (options.qTile <= 0 || options.qTile > 1024 || options.kvTile <= 0)
-    return errorHandler("attn-lower-to-nvvm: need 0 < q-tile <= 1024 (one "
-                        "thread per query row) and kv-tile > 0");
+  if (options.qTile <= 0 || options.kvTile <= 0 || options.threads <= 0 ||
+      options.threads > 1024)
+    return errorHandler("attn-lower-to-nvvm: need q-tile > 0, kv-tile > 0 "
+                        "and 0 < threads <= 1024");
   if (options.format != "isa" && options.format != "bin")
     return errorHandler("attn-lower-to-nvvm: format must be isa or bin, not '" +
                         options.format.getValue() + "'");
 
   const std::string stages[] = {
-      llvm::formatv("attn-tile-attention{{q-tile={0} gpu-mapping "
-                    "thread-rows=1},canonicalize",
+      llvm::formatv("attn-tile-attention{{q-tile={0} gpu-mapping},"
+                    "canonicalize",
                     options.qTile.getValue()),
-      llvm::formatv("attn-decompose-merge-splits,attn-decompose-attention{{kv-tile={0}},"
-                    "attn-decompose-softmax,attn-decompose-online-softmax,"
-                    "canonicalize,cse,attn-check-decomposed",
+      llvm::formatv("attn-decompose-merge-splits,attn-decompose-attention{{"
+                    "kv-tile={0}},attn-decompose-softmax,"
+                    "attn-decompose-online-softmax,canonicalize,cse,"
+                    "attn-check-decomposed",
                     options.kvTile.getValue()),
-      // Threads cannot allocate: bound every temporary, bufferize, keep the
-      // temporaries on the stack and copy with loops (no runtime memcpy).
+      // Kernels cannot allocate: bound every temporary (a block's go to
+      // shared memory), bufferize, copy with linalg, and stage the global
+      // tiles the block reads in shared memory.
       "attn-bound-temporaries,canonicalize,"
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},canonicalize,"
-      "attn-copies-to-linalg,"
-      "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=1048576 "
-      "max-rank-of-allocated-memref=4}),buffer-deallocation-pipeline",
-      "attn-map-forall-to-gpu,convert-linalg-to-loops,canonicalize,cse,"
-      "gpu-kernel-outlining",
+      "attn-copies-to-linalg,attn-stage-in-workgroup",
+      llvm::formatv("attn-map-forall-to-gpu{{threads={0}},"
+                    "convert-linalg-to-parallel-loops,"
+                    "attn-distribute-to-threads,canonicalize,cse,"
+                    // Constants back into the kernel, where divisions by
+                    // tile sizes fold into shifts.
+                    "gpu-launch-sink-index-computations,"
+                    "gpu-kernel-outlining",
+                    options.threads.getValue()),
       // Only the kernels are lowered: the host keeps its launch sizes as
       // affine expressions over memref.dim, which the kernel bundle records.
       llvm::formatv("nvvm-attach-target{{chip={0} O=3},"

@@ -475,6 +475,11 @@ bool Bundle::load(const std::string &jsonPath, Bundle &bundle,
           !parseExprs(l.get("block"), 3, launch.block, error) || !operands ||
           operands->kind != JsonValue::Kind::Array)
         return fail("launch of '" + *kernel + "': " + error);
+      const std::string zero = "0";
+      const std::string *shared = stringMember(l, "shared_memory_bytes");
+      if (!Expr::parse(shared ? *shared : zero, launch.sharedMemoryBytes,
+                       error))
+        return fail("launch of '" + *kernel + "': " + error);
       for (const JsonValue &o : operands->array) {
         launch.operands.emplace_back();
         if (!Expr::parse(o.string, launch.operands.back(), error))

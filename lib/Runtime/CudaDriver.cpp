@@ -18,6 +18,7 @@ struct CudaDriver::Api {
   int (*cuGetErrorName)(int, const char **);
   int (*cuModuleLoadDataEx)(void **, const void *, unsigned, int *, void **);
   int (*cuModuleGetFunction)(void **, void *, const char *);
+  int (*cuFuncSetAttribute)(void *, int, int);
   int (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
                         unsigned, unsigned, unsigned, void *, void **, void **);
   int (*cuCtxSynchronize)();
@@ -74,6 +75,7 @@ bool CudaDriver::open(std::string &error) {
   load(api->cuGetErrorName, "cuGetErrorName");
   load(api->cuModuleLoadDataEx, "cuModuleLoadDataEx");
   load(api->cuModuleGetFunction, "cuModuleGetFunction");
+  load(api->cuFuncSetAttribute, "cuFuncSetAttribute");
   load(api->cuLaunchKernel, "cuLaunchKernel");
   load(api->cuCtxSynchronize, "cuCtxSynchronize");
   load(api->cuMemAlloc, "cuMemAlloc_v2");
@@ -95,6 +97,9 @@ bool CudaDriver::open(std::string &error) {
       !check(api->cuDeviceGetAttribute(&major, 75, device),
              "cuDeviceGetAttribute", error) ||
       !check(api->cuDeviceGetAttribute(&minor, 76, device),
+             "cuDeviceGetAttribute", error) ||
+      // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+      !check(api->cuDeviceGetAttribute(&maxSharedBytes, 97, device),
              "cuDeviceGetAttribute", error) ||
       !check(api->cuDevicePrimaryCtxRetain(&context, device),
              "cuDevicePrimaryCtxRetain", error) ||
@@ -132,8 +137,25 @@ bool CudaDriver::getFunction(void *module, const std::string &name,
                ("cuModuleGetFunction(" + name + ")").c_str(), error);
 }
 
+bool CudaDriver::reserveSharedMemory(void *function, int64_t bytes,
+                                     std::string &error) {
+  if (bytes < 0 || bytes > maxSharedBytes) {
+    error = "the kernel needs " + std::to_string(bytes) +
+            " bytes of shared memory per block; this GPU (" + chip_ +
+            ") gives at most " + std::to_string(maxSharedBytes) +
+            " (compile with smaller tiles)";
+    return false;
+  }
+  // Above 48 KiB a kernel must opt in:
+  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8.
+  if (bytes <= 48 * 1024)
+    return true;
+  return check(api->cuFuncSetAttribute(function, 8, static_cast<int>(bytes)),
+               "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", error);
+}
+
 bool CudaDriver::launch(void *function, const int64_t grid[3],
-                        const int64_t block[3],
+                        const int64_t block[3], int64_t sharedBytes,
                         const std::vector<Param> &params, std::string &error) {
   for (int d = 0; d < 3; ++d)
     if (grid[d] < 0 || block[d] <= 0 || grid[d] > 0x7fffffff) {
@@ -152,14 +174,14 @@ bool CudaDriver::launch(void *function, const int64_t grid[3],
         : p.kind == Param::Kind::Pointer
             ? static_cast<void *>(const_cast<uint64_t *>(&p.pointer))
             : static_cast<void *>(const_cast<int64_t *>(&p.i64)));
-  return check(api->cuLaunchKernel(function, static_cast<unsigned>(grid[0]),
-                                   static_cast<unsigned>(grid[1]),
-                                   static_cast<unsigned>(grid[2]),
-                                   static_cast<unsigned>(block[0]),
-                                   static_cast<unsigned>(block[1]),
-                                   static_cast<unsigned>(block[2]), 0, nullptr,
-                                   pointers.data(), nullptr),
-               "cuLaunchKernel", error);
+  return check(
+      api->cuLaunchKernel(
+          function, static_cast<unsigned>(grid[0]),
+          static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),
+          static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
+          static_cast<unsigned>(block[2]), static_cast<unsigned>(sharedBytes),
+          nullptr, pointers.data(), nullptr),
+      "cuLaunchKernel", error);
 }
 
 bool CudaDriver::synchronize(std::string &error) {
@@ -191,12 +213,10 @@ bool CudaDriver::timeMs(const std::function<bool(std::string &)> &run,
   void *start = nullptr, *stop = nullptr;
   bool ok = check(api->cuEventCreate(&start, 0), "cuEventCreate", error) &&
             check(api->cuEventCreate(&stop, 0), "cuEventCreate", error) &&
-            check(api->cuEventRecord(start, nullptr), "cuEventRecord",
-                  error) &&
+            check(api->cuEventRecord(start, nullptr), "cuEventRecord", error) &&
             run(error) &&
             check(api->cuEventRecord(stop, nullptr), "cuEventRecord", error) &&
-            check(api->cuEventSynchronize(stop), "cuEventSynchronize",
-                  error) &&
+            check(api->cuEventSynchronize(stop), "cuEventSynchronize", error) &&
             check(api->cuEventElapsedTime(&ms, start, stop),
                   "cuEventElapsedTime", error);
   if (start)

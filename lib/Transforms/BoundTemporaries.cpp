@@ -1,15 +1,17 @@
-//===- BoundTemporaries.cpp - static sizes for a thread's temporaries -----===//
+//===- BoundTemporaries.cpp - static sizes for kernel temporaries ---------===//
 //
-// GPU threads cannot allocate: every buffer a thread uses must have a size
-// known when the kernel is compiled. Tiles clipped at the edge of a dynamic
-// problem (the last kv-tile, say) have dynamic sizes with static bounds;
-// this pass sizes their storage by the bound and works on a slice of it.
+// Kernels cannot allocate: every buffer a block or a thread uses must have a
+// size known when the kernel is compiled. Tiles clipped at the edge of a
+// dynamic problem (the last kv-tile, say) have dynamic sizes with static
+// bounds; this pass sizes their storage by the bound and works on a slice of
+// it. A block's temporaries are placed in workgroup (shared) memory.
 //
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/Transforms/Passes.h"
 #include "ForallMapping.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -31,10 +33,10 @@ struct BoundTemporariesPass
   void runOnOperation() override {
     SmallVector<tensor::EmptyOp> empties;
     getOperation()->walk([&](tensor::EmptyOp empty) {
-      if (empty.getType().hasStaticShape() ||
-          !isInsideForallMappedTo<gpu::GPUThreadMappingAttr>(empty))
-        return;
-      empties.push_back(empty);
+      if (isInsideForallMappedTo<gpu::GPUThreadMappingAttr>(empty)
+              ? !empty.getType().hasStaticShape()
+              : isInsideForallMappedTo<gpu::GPUBlockMappingAttr>(empty))
+        empties.push_back(empty);
     });
 
     IRRewriter rewriter(&getContext());
@@ -67,15 +69,29 @@ struct BoundTemporariesPass
                 /*stopCondition=*/nullptr, /*closedUB=*/true);
         if (failed(bound)) {
           empty.emitOpError()
-              << "is a temporary of a GPU thread whose dim " << dim
-              << " has no constant upper bound; threads cannot allocate";
+              << "is a temporary of a GPU kernel whose dim " << dim
+              << " has no constant upper bound; kernels cannot allocate";
           return signalPassFailure();
         }
         bounds.push_back(*bound);
       }
       rewriter.setInsertionPoint(empty);
-      Value storage = tensor::EmptyOp::create(rewriter, empty.getLoc(), bounds,
-                                              type.getElementType());
+      Value storage;
+      if (isInsideForallMappedTo<gpu::GPUThreadMappingAttr>(empty)) {
+        storage = tensor::EmptyOp::create(rewriter, empty.getLoc(), bounds,
+                                          type.getElementType());
+      } else {
+        auto alloc = bufferization::AllocTensorOp::create(
+            rewriter, empty.getLoc(),
+            RankedTensorType::get(bounds, type.getElementType()), ValueRange());
+        alloc.setMemorySpaceAttr(gpu::AddressSpaceAttr::get(
+            &getContext(), gpu::AddressSpace::Workgroup));
+        storage = alloc;
+      }
+      if (type.hasStaticShape()) {
+        rewriter.replaceOp(empty, storage);
+        continue;
+      }
       SmallVector<OpFoldResult> offsets(type.getRank(),
                                         rewriter.getIndexAttr(0));
       SmallVector<OpFoldResult> strides(type.getRank(),

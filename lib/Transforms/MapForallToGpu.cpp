@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
@@ -51,6 +52,41 @@ void inlineBody(RewriterBase &rewriter, scf::ForallOp forall,
   rewriter.inlineBlockBefore(body, point, ivs);
 }
 
+/// The largest shared memory a block can have on the GPUs we target
+/// (sm_90: 227 KiB with the opt-in).
+constexpr int64_t kMaxSharedMemoryBytes = 232448;
+
+bool isWorkgroup(MemRefType type) {
+  auto space = dyn_cast_or_null<gpu::AddressSpaceAttr>(type.getMemorySpace());
+  return space && space.getValue() == gpu::AddressSpace::Workgroup;
+}
+
+/// Assigns byte offsets in shared memory to the workgroup allocs of `block`
+/// and its nested regions, from `base`; returns the high-water mark. A
+/// nested region's buffers die with it (nothing escapes a loop body on
+/// buffers), so sibling regions, and the allocs that follow them, reuse its
+/// bytes.
+int64_t assignSharedOffsets(Block &block, int64_t base,
+                            DenseMap<Operation *, int64_t> &offsets) {
+  int64_t top = base, highWater = base;
+  for (Operation &op : block) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(op);
+        alloc && isWorkgroup(alloc.getType())) {
+      MemRefType type = alloc.getType();
+      int64_t offset = llvm::alignTo(top, 16);
+      offsets[alloc] = offset;
+      top = offset + type.getNumElements() * type.getElementTypeBitWidth() / 8;
+      highWater = std::max(highWater, top);
+      continue;
+    }
+    for (Region &region : op.getRegions())
+      for (Block &nested : region)
+        highWater =
+            std::max(highWater, assignSharedOffsets(nested, top, offsets));
+  }
+  return highWater;
+}
+
 struct MapForallToGpuPass : attn::impl::MapForallToGpuBase<MapForallToGpuPass> {
   using MapForallToGpuBase::MapForallToGpuBase;
 
@@ -90,7 +126,10 @@ struct MapForallToGpuPass : attn::impl::MapForallToGpuBase<MapForallToGpuPass> {
       if (isMappedTo<gpu::GPUThreadMappingAttr>(forall))
         threadLoops.push_back(forall);
     });
-    int64_t threads = 1;
+    int64_t blockThreads = threadLoops.empty() ? threads.getValue() : 1;
+    if (blockThreads <= 0 || blockThreads > 1024)
+      return grid.emitOpError()
+             << "needs 1 to 1024 threads per block, not " << blockThreads;
     rewriter.setInsertionPoint(grid);
     for (scf::ForallOp loop : threadLoops) {
       if (loop.getRank() != 1 ||
@@ -114,11 +153,31 @@ struct MapForallToGpuPass : attn::impl::MapForallToGpuBase<MapForallToGpuPass> {
         return loop.emitOpError()
                << "has a trip count with no constant upper bound; it cannot "
                   "size a GPU thread block";
-      threads = std::max(threads, *bound);
+      blockThreads = std::max(blockThreads, *bound);
     }
-    if (threads > 1024)
+    if (blockThreads > 1024)
+      return grid.emitOpError() << "needs " << blockThreads
+                                << " threads per block; the limit is 1024";
+
+    // Shared memory: every workgroup buffer of the grid, with a static
+    // shape, at its offset.
+    DenseMap<Operation *, int64_t> sharedOffsets;
+    int64_t sharedBytes =
+        assignSharedOffsets(*grid.getBody(), 0, sharedOffsets);
+    for (auto [op, offset] : sharedOffsets) {
+      auto alloc = cast<memref::AllocOp>(op);
+      if (!alloc.getType().hasStaticShape() ||
+          !alloc.getType().getLayout().isIdentity())
+        return alloc.emitOpError()
+               << "is a shared-memory buffer without a static shape and "
+                  "identity layout; kernels cannot allocate";
+    }
+    if (sharedBytes > kMaxSharedMemoryBytes)
       return grid.emitOpError()
-             << "needs " << threads << " threads per block; the limit is 1024";
+             << "needs " << sharedBytes
+             << " bytes of shared memory per block; no supported GPU has more "
+                "than "
+             << kMaxSharedMemoryBytes << " (use smaller tiles)";
 
     // Grid: one block per iteration, loops on the dims their mapping names.
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
@@ -135,10 +194,36 @@ struct MapForallToGpuPass : attn::impl::MapForallToGpuBase<MapForallToGpuPass> {
           tripCount(rewriter, loc, grid.getMixedLowerBound()[i],
                     grid.getMixedUpperBound()[i], grid.getMixedStep()[i]));
     }
-    Value blockSize = arith::ConstantIndexOp::create(rewriter, loc, threads);
-    auto launch = gpu::LaunchOp::create(rewriter, loc, gridSize[0], gridSize[1],
-                                        gridSize[2], blockSize, one, one);
+    Value blockSize =
+        arith::ConstantIndexOp::create(rewriter, loc, blockThreads);
+    Value sharedSize =
+        sharedBytes == 0
+            ? Value()
+            : arith::ConstantOp::create(rewriter, loc,
+                                        rewriter.getI32IntegerAttr(sharedBytes))
+                  .getResult();
+    auto launch =
+        gpu::LaunchOp::create(rewriter, loc, gridSize[0], gridSize[1],
+                              gridSize[2], blockSize, one, one, sharedSize);
     rewriter.setInsertionPointToStart(&launch.getBody().front());
+    if (sharedBytes > 0) {
+      auto bytesType = MemRefType::get(
+          {ShapedType::kDynamic}, rewriter.getI8Type(),
+          MemRefLayoutAttrInterface(),
+          gpu::AddressSpaceAttr::get(rewriter.getContext(),
+                                     gpu::AddressSpace::Workgroup));
+      Value shared =
+          gpu::DynamicSharedMemoryOp::create(rewriter, loc, bytesType);
+      for (auto [op, offset] : sharedOffsets) {
+        auto alloc = cast<memref::AllocOp>(op);
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPoint(alloc);
+        Value byteOffset =
+            arith::ConstantIndexOp::create(rewriter, alloc.getLoc(), offset);
+        rewriter.replaceOpWithNewOp<memref::ViewOp>(
+            alloc, alloc.getType(), shared, byteOffset, ValueRange());
+      }
+    }
     gpu::KernelDim3 blockIds = launch.getBlockIds();
     Value blockId[3] = {blockIds.x, blockIds.y, blockIds.z};
     SmallVector<Value> ivs;

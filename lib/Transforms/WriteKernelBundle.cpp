@@ -168,6 +168,14 @@ struct WriteKernelBundlePass
           }
           return out;
         };
+        // Dynamic shared memory per block, "0" when the kernel has none.
+        llvm::json::Value sharedBytes("0");
+        if (Value shared = launch.getDynamicSharedMemorySize()) {
+          llvm::json::Array bytes = all({shared});
+          if (bytes.empty())
+            return;
+          sharedBytes = std::move(bytes[0]);
+        }
         gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
         gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
         launches.push_back(llvm::json::Object{
@@ -175,6 +183,7 @@ struct WriteKernelBundlePass
             {"kernel", launch.getKernelName().getValue()},
             {"grid", all({grid.x, grid.y, grid.z})},
             {"block", all({block.x, block.y, block.z})},
+            {"shared_memory_bytes", sharedBytes},
             {"operands", all(launch.getKernelOperands())}});
       });
       if (failedExpression)

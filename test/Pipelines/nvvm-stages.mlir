@@ -5,31 +5,44 @@
 // RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=gpu" | FileCheck %s --check-prefix=GPU
 // RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=nvvm" | FileCheck %s --check-prefix=NVVM
 // RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_80" | FileCheck %s --check-prefix=BINARY80
-// RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 q-tile=128 kv-tile=32" | FileCheck %s --check-prefix=BINARY90
+// RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 q-tile=128 kv-tile=32 threads=256" | FileCheck %s --check-prefix=BINARY90
 // Bad options are reported, not crashed on.
 // RUN: not attn-opt %s --attn-lower-to-nvvm 2>&1 | FileCheck %s --check-prefix=NOCHIP
 // RUN: not attn-opt %s --attn-lower-to-nvvm=chip=sm_70 2>&1 | FileCheck %s --check-prefix=OLDCHIP
-// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 q-tile=2048" 2>&1 | FileCheck %s --check-prefix=BIGTILE
+// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 threads=2048" 2>&1 | FileCheck %s --check-prefix=BIGBLOCK
+// Tiles too large for any GPU's shared memory are refused at the grid.
+// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 q-tile=512 kv-tile=256" 2>&1 | FileCheck %s --check-prefix=SMEM
 // RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=ptx" 2>&1 | FileCheck %s --check-prefix=STAGE
 // RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 format=fatbin" 2>&1 | FileCheck %s --check-prefix=FORMAT
 
+// The grid of q-tiles; each block's attention tile is shared by its threads.
 // TILE: scf.forall {{.*}} step (1, 1, 64)
-// TILE: scf.forall
-// TILE: attn.attention {{.*}} : tensor<1x1x1x64xf16>
-// TILE: {mapping = [#gpu.thread<x>]}
+// TILE: attn.attention {{.*}} : tensor<1x1x?x64xf16>
 // TILE: {mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]}
 
 // DECOMPOSE-NOT: attn.
 // DECOMPOSE: affine.min
 // DECOMPOSE: math.exp2
 
+// The block's temporaries in workgroup memory with static shapes; the Q and
+// K/V tiles staged there (rows of 128 bytes padded by 4).
 // BUFFERIZE-NOT: memref.alloc(
-// BUFFERIZE-NOT: memref.alloc()
-// BUFFERIZE: memref.alloca() {{.*}} : memref<1x64xf32>
+// BUFFERIZE: memref.alloc() : memref<64x66xf16, #gpu.address_space<workgroup>>
+// BUFFERIZE: linalg.copy ins(%{{.*}} : memref<?x64xf16, strided<[64, 1], offset: ?>>) outs(%{{.*}} : memref<?x64xf16, strided<[66, 1]>, #gpu.address_space<workgroup>>)
+// BUFFERIZE: memref.alloc() {{.*}} : memref<64x64xf32, #gpu.address_space<workgroup>>
+// BUFFERIZE: scf.for
+// BUFFERIZE: linalg.copy ins(%{{.*}} : memref<?x64xf16, strided<[64, 1], offset: ?>>) outs(%{{.*}} : memref<?x64xf16, strided<[66, 1]>, #gpu.address_space<workgroup>>)
+// BUFFERIZE: linalg.generic
 
-// GPU: gpu.launch_func @causal_gqa_kernel::@causal_gqa_kernel blocks in ({{.*}}) threads in (%c64, %c1, %c1)
+// Dynamic shared memory above 48 KiB; loops strided over 128 threads, a
+// barrier after each.
+// GPU: gpu.launch_func @causal_gqa_kernel::@causal_gqa_kernel blocks in ({{.*}}) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c76288_i32
 // GPU: gpu.module @causal_gqa_kernel
 // GPU: gpu.func @causal_gqa_kernel({{.*}}) kernel
+// GPU: %[[SHARED:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// GPU: memref.view %[[SHARED]][%{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x66xf16, #gpu.address_space<workgroup>>
+// GPU: scf.for %{{.*}} = %thread_id_x to %{{.*}} step %c128
+// GPU: gpu.barrier
 
 // NVVM: gpu.module @causal_gqa_kernel [#nvvm.target<O = 3, chip = "sm_90">]
 // NVVM: llvm.func @causal_gqa_kernel
@@ -38,12 +51,13 @@
 // NVVM-NOT: __nv_
 
 // BINARY80: gpu.binary @causal_gqa_kernel {{ *}}[#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, {{.*}}assembly = "{{.*}}.target sm_80
-// BINARY90: threads in (%c128, %c1, %c1)
+// BINARY90: threads in (%c256, %c1, %c1)
 // BINARY90: gpu.binary @causal_gqa_kernel {{ *}}[#gpu.object<#nvvm.target<O = 3, chip = "sm_90">, {{.*}}assembly = "{{.*}}.target sm_90
 
 // NOCHIP: attn-lower-to-nvvm: missing target chip: pass chip=sm_80 or chip=sm_90
 // OLDCHIP: attn-lower-to-nvvm: unsupported chip 'sm_70': the kernels need sm_75 or newer
-// BIGTILE: attn-lower-to-nvvm: need 0 < q-tile <= 1024
+// BIGBLOCK: attn-lower-to-nvvm: need q-tile > 0, kv-tile > 0 and 0 < threads <= 1024
+// SMEM: error: 'scf.forall' op needs {{[0-9]+}} bytes of shared memory per block; no supported GPU has more than 232448 (use smaller tiles)
 // STAGE: attn-lower-to-nvvm: unknown stage 'ptx'
 // FORMAT: attn-lower-to-nvvm: format must be isa or bin, not 'fatbin'
 

@@ -32,7 +32,7 @@ func.func @bounded(%n: index, %t: tensor<8x1x?xf32>, %x: f32) -> (tensor<8x1x?xf
 
 func.func @unbounded(%n: index, %t: tensor<8x1x?xf32>, %x: f32) -> tensor<8x1x?xf32> {
   %r = scf.forall (%i) in (8) shared_outs(%o = %t) -> (tensor<8x1x?xf32>) {
-    // expected-error @+1 {{is a temporary of a GPU thread whose dim 1 has no constant upper bound; threads cannot allocate}}
+    // expected-error @+1 {{is a temporary of a GPU kernel whose dim 1 has no constant upper bound; kernels cannot allocate}}
     %e = tensor.empty(%n) : tensor<1x?xf32>
     %a = linalg.fill ins(%x : f32) outs(%e : tensor<1x?xf32>) -> tensor<1x?xf32>
     scf.forall.in_parallel {
@@ -40,4 +40,26 @@ func.func @unbounded(%n: index, %t: tensor<8x1x?xf32>, %x: f32) -> tensor<8x1x?x
     }
   } {mapping = [#gpu.thread<x>]}
   return %r : tensor<8x1x?xf32>
+}
+
+// -----
+
+// A block's temporaries (inside the #gpu.block grid, outside thread loops)
+// go to workgroup memory, static ones too; the used part is a slice.
+// CHECK-LABEL: func.func @block_temporaries
+// CHECK: scf.forall
+// CHECK: %[[N:.*]] = affine.min
+// CHECK: %[[S:.*]] = bufferization.alloc_tensor() {memory_space = #gpu.address_space<workgroup>} : tensor<64x32xf32>
+// CHECK: tensor.extract_slice %[[S]][0, 0] [%[[N]], 32] [1, 1] : tensor<64x32xf32> to tensor<?x32xf32>
+// CHECK: bufferization.alloc_tensor() {memory_space = #gpu.address_space<workgroup>} : tensor<16xf32>
+// CHECK-NOT: tensor.empty
+func.func @block_temporaries(%n: index, %x: f32) {
+  scf.forall (%i) in (8) {
+    %len = affine.min affine_map<(d0)[s0] -> (64, s0 - d0)>(%i)[%n]
+    %e = tensor.empty(%len) : tensor<?x32xf32>
+    %a = linalg.fill ins(%x : f32) outs(%e : tensor<?x32xf32>) -> tensor<?x32xf32>
+    %s = tensor.empty() : tensor<16xf32>
+    %b = linalg.fill ins(%x : f32) outs(%s : tensor<16xf32>) -> tensor<16xf32>
+  } {mapping = [#gpu.block<x>]}
+  return
 }

@@ -1,4 +1,4 @@
-// RUN: attn-opt %s --attn-map-forall-to-gpu --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: attn-opt %s --attn-map-forall-to-gpu="threads=256" --split-input-file --verify-diagnostics | FileCheck %s
 
 // A block-mapped forall with a dynamic bound becomes the grid (computed on
 // the host); the nested thread loop, whose trip count is at most 64, runs on
@@ -48,4 +48,38 @@ func.func @on_tensors(%t: tensor<4xf32>) -> tensor<4xf32> {
     }
   } {mapping = [#gpu.block<x>]}
   return %r : tensor<4xf32>
+}
+
+// -----
+
+// A grid without thread loops gets `threads` threads; its workgroup buffers
+// become views of dynamic shared memory, sized on the launch. Buffers of
+// sibling loops share bytes: the second loop's buffer starts where the
+// first loop's did (after the 4096 bytes of the block's own buffer).
+// CHECK-LABEL: func.func @shared_buffers
+// CHECK: %[[BYTES:.*]] = arith.constant 12288 : i32
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256{{.*}}) dynamic_shared_memory_size %[[BYTES]]
+// CHECK: %[[SHARED:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK: memref.view %[[SHARED]][%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1024xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK:   memref.view %[[SHARED]][%c4096{{.*}}][] : {{.*}} to memref<2048xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK:   memref.view %[[SHARED]][%c4096{{.*}}][] : {{.*}} to memref<512xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT: memref.alloc
+func.func @shared_buffers(%n: index, %x: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.forall (%b) in (%n) {
+    %a = memref.alloc() : memref<1024xf32, #gpu.address_space<workgroup>>
+    memref.store %x, %a[%c0] : memref<1024xf32, #gpu.address_space<workgroup>>
+    scf.for %i = %c0 to %n step %c1 {
+      %s = memref.alloc() : memref<2048xf32, #gpu.address_space<workgroup>>
+      memref.store %x, %s[%i] : memref<2048xf32, #gpu.address_space<workgroup>>
+    }
+    scf.for %i = %c0 to %n step %c1 {
+      %t = memref.alloc() : memref<512xf32, #gpu.address_space<workgroup>>
+      memref.store %x, %t[%i] : memref<512xf32, #gpu.address_space<workgroup>>
+    }
+  } {mapping = [#gpu.block<x>]}
+  return
 }

@@ -125,11 +125,10 @@ int main(int argc, char **argv) {
   std::string error;
   if (!Bundle::load(o.bundle, bundle, error))
     fail(error);
-  const Function *function = o.function.empty()
-                                 ? (bundle.functions.empty()
-                                        ? nullptr
-                                        : &bundle.functions.front())
-                                 : bundle.function(o.function);
+  const Function *function =
+      o.function.empty()
+          ? (bundle.functions.empty() ? nullptr : &bundle.functions.front())
+          : bundle.function(o.function);
   if (!function)
     fail("the bundle has no function '" + o.function + "'");
   size_t numArgs = function->argTypes.size();
@@ -138,10 +137,12 @@ int main(int argc, char **argv) {
          " must take (q, k, v, out [, logsumexp]) memrefs");
 
   // Host tensors with the requested sizes; static dims must agree.
-  std::vector<std::vector<int64_t>> shapes = {
-      {o.batch, o.hq, o.m, 0}, {o.batch, o.hkv, o.n, 0},
-      {o.batch, o.hkv, o.n, 0}, {o.batch, o.hq, o.m, 0}, {o.batch, o.hq, o.m}};
-  std::vector<std::unique_ptr<HostTensor>> host;
+  std::vector<std::vector<int64_t>> shapes = {{o.batch, o.hq, o.m, 0},
+                                              {o.batch, o.hkv, o.n, 0},
+                                              {o.batch, o.hkv, o.n, 0},
+                                              {o.batch, o.hq, o.m, 0},
+                                              {o.batch, o.hq, o.m}};
+  std::vector<ElementKind> kinds;
   for (size_t i = 0; i < numArgs; ++i) {
     std::vector<int64_t> dims;
     ElementKind kind;
@@ -157,8 +158,30 @@ int main(int argc, char **argv) {
              ") has static dim " + std::to_string(d) + " = " +
              std::to_string(dims[d]) + ", not " + std::to_string(shapes[i][d]));
     }
-    host.push_back(std::make_unique<HostTensor>(kind, shapes[i]));
+    kinds.push_back(kind);
   }
+
+  // Device buffers first: a problem too large for the GPU fails here, before
+  // the host spends time and memory on inputs.
+  CudaDriver driver;
+  if (!driver.open(error))
+    fail(error);
+  std::vector<Argument> args(numArgs);
+  for (size_t i = 0; i < numArgs; ++i) {
+    args[i].shape = shapes[i];
+    size_t bytes = elementBytes(kinds[i]);
+    for (int64_t dim : shapes[i])
+      bytes *= static_cast<size_t>(dim);
+    if (!driver.allocate(bytes, args[i].address, error))
+      fail("cannot allocate " + std::to_string(bytes) +
+           " bytes on the GPU for "
+           "argument " +
+           std::to_string(i) + ": " + error);
+  }
+
+  std::vector<std::unique_ptr<HostTensor>> host;
+  for (size_t i = 0; i < numArgs; ++i)
+    host.push_back(std::make_unique<HostTensor>(kinds[i], shapes[i]));
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<double> uniform(-1, 1);
   for (int i = 0; i < 3; ++i)
@@ -166,23 +189,16 @@ int main(int argc, char **argv) {
       host[i]->set(e, uniform(rng));
   for (size_t i = 3; i < numArgs; ++i)
     host[i]->poison();
-
-  CudaDriver driver;
-  if (!driver.open(error))
-    fail(error);
-  std::vector<Argument> args(numArgs);
   for (size_t i = 0; i < numArgs; ++i) {
     size_t bytes = host[i]->numElements() * elementBytes(host[i]->kind());
-    args[i].shape = host[i]->shape();
-    if (!driver.allocate(bytes, args[i].address, error) ||
-        !driver.copyToDevice(args[i].address, host[i]->data(), bytes, error))
+    if (!driver.copyToDevice(args[i].address, host[i]->data(), bytes, error))
       fail(error);
   }
 
   // Launch every kernel of the function, in order.
   struct Prepared {
     void *function;
-    int64_t grid[3], block[3];
+    int64_t grid[3], block[3], sharedBytes = 0;
     std::vector<Param> params;
   };
   std::vector<Prepared> launches;
@@ -196,23 +212,26 @@ int main(int argc, char **argv) {
       if (!evaluateIndex(launch.grid[d], args, p.grid[d], error) ||
           !evaluateIndex(launch.block[d], args, p.block[d], error))
         fail(error);
+    if (!evaluateIndex(launch.sharedMemoryBytes, args, p.sharedBytes, error) ||
+        !driver.reserveSharedMemory(p.function, p.sharedBytes, error))
+      fail(error);
     if (!launch.params(args, p.params, error))
       fail(error);
     launches.push_back(std::move(p));
   }
   auto runAll = [&](std::string &err) {
     for (const Prepared &p : launches)
-      if (!driver.launch(p.function, p.grid, p.block, p.params, err))
+      if (!driver.launch(p.function, p.grid, p.block, p.sharedBytes, p.params,
+                         err))
         return false;
     return true;
   };
   if (!runAll(error) || !driver.synchronize(error))
     fail(error);
   for (size_t i = 3; i < numArgs; ++i)
-    if (!driver.copyToHost(host[i]->data(), args[i].address,
-                           host[i]->numElements() *
-                               elementBytes(host[i]->kind()),
-                           error))
+    if (!driver.copyToHost(
+            host[i]->data(), args[i].address,
+            host[i]->numElements() * elementBytes(host[i]->kind()), error))
       fail(error);
 
   // float64 reference, rounded to the output type.
@@ -289,11 +308,10 @@ int main(int argc, char **argv) {
   }
   std::printf("attn-bundle-run: @%s on %s, B=%lld Hq=%lld Hkv=%lld M=%lld "
               "N=%lld D=%lld%s: error %.3e (tolerance %.0e)%s: %s\n",
-              function->name.c_str(), driver.chip().c_str(),
-              (long long)o.batch, (long long)o.hq, (long long)o.hkv,
-              (long long)o.m, (long long)o.n, (long long)d,
-              o.window ? " window" : (o.causal ? " causal" : ""), err,
-              tolerance, finite ? "" : ", non-finite or unwritten outputs",
+              function->name.c_str(), driver.chip().c_str(), (long long)o.batch,
+              (long long)o.hq, (long long)o.hkv, (long long)o.m, (long long)o.n,
+              (long long)d, o.window ? " window" : (o.causal ? " causal" : ""),
+              err, tolerance, finite ? "" : ", non-finite or unwritten outputs",
               pass ? "PASS" : "FAIL");
   if (!times.empty())
     std::printf("  median of %d runs: %.3f ms, %.2f TFLOP/s\n", o.repeat, ms,

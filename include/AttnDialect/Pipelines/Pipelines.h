@@ -49,6 +49,9 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
   Option<int64_t> kvTile{*this, "kv-tile",
                          llvm::cl::desc("keys per kv-loop step"),
                          llvm::cl::init(64)};
+  Option<int64_t> threads{*this, "threads",
+                          llvm::cl::desc("threads per block (1 to 1024)"),
+                          llvm::cl::init(128)};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("isa (PTX text) or bin (cubin, needs ptxas)"),
