@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttnRuntime/HostTensor.h"
+#include "GpuTarget.h"
 #include "Reference.h"
 #include "Variants.h"
 
@@ -55,9 +56,22 @@ static cl::OptionCategory category("attn-run options");
 static cl::opt<std::string> inputFile(cl::Positional, cl::init(""),
                                       cl::desc("[input.mlir]"),
                                       cl::cat(category));
-static cl::opt<std::string> target("target", cl::init("cpu"),
-                                   cl::desc("where to run: cpu"),
-                                   cl::cat(category));
+static cl::opt<std::string>
+    target("target", cl::init("cpu"),
+           cl::desc("where to run: cpu (JIT) or gpu (through the CUDA driver)"),
+           cl::cat(category));
+static cl::opt<std::string> chip("chip", cl::init(""),
+                                 cl::desc("--target=gpu: the chip to compile "
+                                          "for (default: the GPU's own)"),
+                                 cl::cat(category));
+static cl::opt<int64_t>
+    blockThreads("block-threads", cl::init(128),
+                 cl::desc("--target=gpu: threads per block"),
+                 cl::cat(category));
+static cl::opt<int> repeat("repeat", cl::init(0),
+                           cl::desc("--target=gpu: time this many more runs "
+                                    "per case and report their median"),
+                           cl::cat(category));
 // Sizes are lists: attn-run compiles once and runs every combination, which
 // is also the proof that one kernel serves every B, H, M and N.
 static cl::list<int64_t> batches("batch", cl::CommaSeparated,
@@ -280,6 +294,9 @@ int summarize(unsigned cases, unsigned failures, double worst, double allowed) {
 /// in 16 entries -inf, and (with more than one row) a last row that is all
 /// -inf, against a float64 softmax.
 int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
+  if (target == "gpu")
+    fail("--target=gpu runs attention only: attn.softmax has no GPU "
+         "lowering yet");
   auto func = op->getParentOfType<func::FuncOp>();
   auto input = dyn_cast<BlockArgument>(op.getInput());
   auto output = dyn_cast<BlockArgument>(op.getOutput());
@@ -461,9 +478,28 @@ int runAttention(ModuleOp module) {
           fail(llvm::toString(std::move(error)));
   }
 
-  // Compile once.
-  double compileMs;
-  auto [engine, entry] = compileForCpu(module, func, compileMs);
+  // Compile once, for the CPU (JIT) or the GPU (a kernel bundle run through
+  // the CUDA driver).
+  double compileMs = 0;
+  std::unique_ptr<ExecutionEngine> engine;
+  std::string entry;
+  std::unique_ptr<GpuTarget> gpu;
+  if (target == "gpu") {
+    GpuOptions options;
+    options.chip = chip;
+    options.qTile = qTile;
+    options.kvTile = kvTile;
+    options.threads = blockThreads;
+    options.repeat = repeat;
+    auto created = GpuTarget::create(module, func, options);
+    if (!created)
+      fail(llvm::toString(created.takeError()));
+    gpu = std::move(*created);
+    compileMs = gpu->compileMs();
+  } else {
+    std::tie(engine, entry) = compileForCpu(module, func, compileMs);
+  }
+  std::string where = gpu ? "gpu (" + gpu->chip() + ")" : "cpu";
 
   Type elementType = op.getQueryType().getElementType();
   std::string typeName;
@@ -471,7 +507,7 @@ int runAttention(ModuleOp module) {
   double allowed = tolerance > 0 ? tolerance.getValue()
                                  : (elementType.isF32() ? 1e-5 : 2e-3);
   if (!json)
-    llvm::outs() << "attn-run: target=cpu @" << func.getName()
+    llvm::outs() << "attn-run: target=" << where << " @" << func.getName()
                  << " dtype=" << typeName << " D=" << op.getHeadDim()
                  << " Dv=" << op.getValueHeadDim()
                  << (op.getCausal() ? " causal" : "")
@@ -535,7 +571,16 @@ int runAttention(ModuleOp module) {
             buffers.push_back(std::move(buffer));
           }
 
-          double runMs = invoke(*engine, entry, buffers);
+          double runMs;
+          if (gpu) {
+            llvm::Expected<double> ms = gpu->run(buffers);
+            if (!ms)
+              fail(llvm::formatv("B={0} Hq={1} Hkv={2} M={3} N={4}: {5}", b, hq,
+                                 hkv, m, n, llvm::toString(ms.takeError())));
+            runMs = *ms;
+          } else {
+            runMs = invoke(*engine, entry, buffers);
+          }
 
           RegionInterpreter interpreter(captures);
           ReferenceResult ref = referenceAttention(
@@ -567,7 +612,8 @@ int runAttention(ModuleOp module) {
           worst = std::max({worst, error, lseError});
           if (json) {
             llvm::outs() << llvm::formatv(
-                "{{\"target\": \"cpu\", \"B\": {0}, \"Hq\": {1}, \"Hkv\": {2}, "
+                "{{\"target\": \"{15}\", \"B\": {0}, \"Hq\": {1}, \"Hkv\": "
+                "{2}, "
                 "\"M\": {3}, \"N\": {4}, \"D\": {5}, \"Dv\": {6}, "
                 "\"dtype\": \"{7}\", \"causal\": {8}, \"error\": {9:e}, "
                 "\"lse_error\": {10:e}, \"tolerance\": {11:e}, "
@@ -575,7 +621,7 @@ int runAttention(ModuleOp module) {
                 "\"pass\": {14}}\n",
                 b, hq, hkv, m, n, p.d, p.dv, typeName,
                 op.getCausal() ? "true" : "false", error, lseError, allowed,
-                compileMs, runMs, pass ? "true" : "false");
+                compileMs, runMs, pass ? "true" : "false", gpu ? "gpu" : "cpu");
           } else {
             llvm::outs() << llvm::formatv(
                 "  B={0} Hq={1} Hkv={2} M={3} N={4}: run {5:f3} ms, error "
@@ -602,10 +648,10 @@ int main(int argc, char **argv) {
       "attn-run: compile attention, run it on fresh random inputs and check "
       "it against a float64 reference\n");
 
-  if (target != "cpu")
-    fail("--target=" + target +
-         " is not available in this build: the GPU runtime is not built "
-         "yet; use --target=cpu");
+  if (target != "cpu" && target != "gpu")
+    fail("--target must be cpu or gpu, not '" + target + "'");
+  if (target == "gpu" && !transformFile.empty())
+    fail("--transform applies to --target=cpu only");
 
   // The IR: the input file, or a variant built from the flags.
   std::string source;

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# attn-run --target=gpu on the lent GPU machine, which has no MLIR: made here
+# with `scripts/pack-attn-run.sh` (gpu-tools/attn-run.tar.xz, carried with
+# the device tool's `carry: ["gpu-tools"]`). Runs the README's example
+# (what scripts/main.sh runs when a GPU is present) and the correctness
+# matrix of the pipeline issue with masks and score mods, compiled on that
+# machine for its GPU, then a timed run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tar -xJf gpu-tools/attn-run.tar.xz -C /tmp || exit 1
+export LD_LIBRARY_PATH=/tmp/attn-run/lib
+run=/tmp/attn-run/bin/attn-run
+out=${OUT:-/tmp}
+status=0
+sweep="--batch=1,2 --heads=4:4,8:2,8:1 --q-len=1,17,64,130,257 --kv-len=1,17,64,130,257"
+go() {
+  echo "\$ attn-run $*"
+  "$run" "$@" > "$out/last.txt" 2>&1
+  local rc=$?
+  cat "$out/last.txt" >> "$out/gpu-attn-run.log"
+  grep -v "^  " "$out/last.txt" | tail -3
+  [ $rc -eq 0 ] || { echo "FAILED (exit $rc)"; status=1; }
+}
+go --target=gpu examples/causal_gqa.mlir --entry=causal_gqa --batch=2 --q-len=130 --kv-len=257
+go --target=gpu examples/causal_gqa.mlir --entry=sliding_window_softcap --q-len=300 --kv-len=300
+for dtype in f32 f16 bf16; do
+  for d in 16 64 128; do
+    go --target=gpu --dtype=$dtype --head-dim=$d $sweep
+    go --target=gpu --dtype=$dtype --head-dim=$d --causal --lse $sweep
+  done
+done
+go --target=gpu --dtype=f32 --mask=sliding-window:32 $sweep
+go --target=gpu --dtype=bf16 --mask=sliding-window:100 --lse $sweep
+go --target=gpu --dtype=f16 --mask=document $sweep
+go --target=gpu --dtype=f32 --mask=prefix:20 $sweep
+go --target=gpu --dtype=f16 --score-mod=alibi --causal $sweep
+go --target=gpu --dtype=bf16 --score-mod=softcap:30 --causal $sweep
+go --target=gpu --dtype=f32 --score-mod=relative $sweep
+go --target=gpu --dtype=f32 --score-mod=checkerboard --mask=document $sweep
+# Timed: one warm-up (the checked run), median of 10.
+go --target=gpu --dtype=bf16 --head-dim=128 --causal --batch=4 --heads=16:16 --q-len=1024 --repeat=10 --json
+exit $status
