@@ -37,6 +37,11 @@ go --target=gpu --dtype=f16 --score-mod=alibi --causal $sweep
 go --target=gpu --dtype=bf16 --score-mod=softcap:30 --causal $sweep
 go --target=gpu --dtype=f32 --score-mod=relative $sweep
 go --target=gpu --dtype=f32 --score-mod=checkerboard --mask=document $sweep
+# The plain float64 reference kernel on the GPU: it agrees with the CPU's
+# on the matrix, and checks shapes too large for the CPU.
+go --target=gpu --dtype=bf16 --head-dim=128 --causal --lse --reference=gpu $sweep
+go --target=gpu --dtype=f16 --head-dim=64 --batch=2 --heads=16:4 --q-len=4096 --kv-len=4096
+go --target=gpu --dtype=bf16 --head-dim=128 --causal --lse --batch=1 --heads=16:16 --q-len=8192 --kv-len=8192 --repeat=3
 # Timed: one warm-up (the checked run), median of 10.
 go --target=gpu --dtype=bf16 --head-dim=128 --causal --batch=4 --heads=16:16 --q-len=1024 --repeat=10 --json
 exit $status

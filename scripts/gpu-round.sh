@@ -30,6 +30,12 @@ run gpu-bundles/bf16-d128-lse-bundle.json --batch=1 --heads=4:1 --q-len=257 --kv
 run gpu-bundles/f16-d64-window32-bundle.json --window=32 --batch=2 --heads=4:4 --q-len=130 --kv-len=130
 run gpu-bundles/f16-d64-causal-bundle.json --causal --batch=4 --heads=16:16 --q-len=1024 --kv-len=1024 --repeat=5
 run gpu-bundles/f16-d64-causal-bundle.json --causal --batch=1 --heads=2:1 --q-len=64 --kv-len=64 --json
+# The GPU reference kernel (float64, CUDA C built by nvcc there) agrees with
+# the CPU reference on a shape both can do, and checks one the CPU cannot.
+run gpu-bundles/bf16-d128-lse-bundle.json --batch=2 --heads=8:2 --q-len=300 --kv-len=513 --reference=cpu --repeat=0
+run gpu-bundles/bf16-d128-lse-bundle.json --batch=2 --heads=8:2 --q-len=300 --kv-len=513 --reference=gpu --repeat=0
+run gpu-bundles/f16-d64-window32-bundle.json --window=32 --batch=2 --heads=4:4 --q-len=130 --kv-len=130 --reference=gpu --repeat=0
+run gpu-bundles/bench-bf16-d128-causal-bundle.json --causal --batch=1 --heads=16:16 --q-len=8192 --kv-len=8192 --repeat=3
 # A problem larger than the GPU's memory: a clear error before any input is
 # made, and a non-zero exit.
 build-runtime/bin/attn-bundle-run gpu-bundles/f16-d64-causal-bundle.json --causal --batch=64 --heads=64:64 --q-len=131072 --kv-len=131072 2>&1 | log

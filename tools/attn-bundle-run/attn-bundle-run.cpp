@@ -14,6 +14,7 @@
 
 #include "AttnRuntime/Bundle.h"
 #include "AttnRuntime/CudaDriver.h"
+#include "AttnRuntime/GpuReference.h"
 #include "AttnRuntime/HostTensor.h"
 
 #include <algorithm>
@@ -70,7 +71,8 @@ bool parseMemRef(const std::string &type, std::vector<int64_t> &dims,
 struct Options {
   std::string bundle, function;
   int64_t batch = 1, hq = 4, hkv = 4, m = 128, n = 128, window = 0;
-  int repeat = 10;
+  int repeat = 10, rotate = 0; // rotate 0: enough input sets to defeat L2
+  std::string reference = "auto";
   bool causal = false, json = false;
 };
 
@@ -98,6 +100,10 @@ Options parseOptions(int argc, char **argv) {
       o.window = std::atoll(v);
     else if (const char *v = value("--repeat="))
       o.repeat = std::atoi(v);
+    else if (const char *v = value("--rotate="))
+      o.rotate = std::atoi(v);
+    else if (const char *v = value("--reference="))
+      o.reference = v;
     else if (a == "--causal")
       o.causal = true;
     else if (a == "--json")
@@ -110,9 +116,11 @@ Options parseOptions(int argc, char **argv) {
   if (o.bundle.empty())
     fail("usage: attn-bundle-run BUNDLE.json [--function=NAME] [--batch=B] "
          "[--heads=Hq:Hkv] [--q-len=M] [--kv-len=N] [--causal] [--window=W] "
-         "[--repeat=R] [--json]");
+         "[--repeat=R] [--rotate=K] [--reference=auto|cpu|gpu] [--json]");
+  if (o.reference != "auto" && o.reference != "cpu" && o.reference != "gpu")
+    fail("--reference must be auto, cpu or gpu, not '" + o.reference + "'");
   if (o.batch <= 0 || o.hq <= 0 || o.hkv <= 0 || o.m <= 0 || o.n <= 0 ||
-      o.hq % o.hkv != 0 || o.window < 0 || o.repeat < 0)
+      o.hq % o.hkv != 0 || o.window < 0 || o.repeat < 0 || o.rotate < 0)
     fail("sizes must be positive and Hq a multiple of Hkv");
   return o;
 }
@@ -195,38 +203,49 @@ int main(int argc, char **argv) {
       fail(error);
   }
 
-  // Launch every kernel of the function, in order.
+  // Launch every kernel of the function, in order, on the inputs `set`.
   struct Prepared {
     void *function;
     int64_t grid[3], block[3], sharedBytes = 0;
     std::vector<Param> params;
   };
-  std::vector<Prepared> launches;
+  std::vector<void *> kernels;
   for (const Launch &launch : function->launches) {
-    Prepared p;
-    void *module;
+    void *module, *kernel;
     if (!driver.loadModule(*bundle.binary(launch.module), module, error) ||
-        !driver.getFunction(module, launch.kernel, p.function, error))
+        !driver.getFunction(module, launch.kernel, kernel, error))
       fail(error);
-    for (int d = 0; d < 3; ++d)
-      if (!evaluateIndex(launch.grid[d], args, p.grid[d], error) ||
-          !evaluateIndex(launch.block[d], args, p.block[d], error))
-        fail(error);
-    if (!evaluateIndex(launch.sharedMemoryBytes, args, p.sharedBytes, error) ||
-        !driver.reserveSharedMemory(p.function, p.sharedBytes, error))
-      fail(error);
-    if (!launch.params(args, p.params, error))
-      fail(error);
-    launches.push_back(std::move(p));
+    kernels.push_back(kernel);
   }
-  auto runAll = [&](std::string &err) {
+  auto prepare = [&](const std::vector<Argument> &set) {
+    std::vector<Prepared> launches;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const Launch *launch = &function->launches[i];
+      void *kernel = kernels[i];
+      Prepared p;
+      p.function = kernel;
+      for (int d = 0; d < 3; ++d)
+        if (!evaluateIndex(launch->grid[d], set, p.grid[d], error) ||
+            !evaluateIndex(launch->block[d], set, p.block[d], error))
+          fail(error);
+      if (!evaluateIndex(launch->sharedMemoryBytes, set, p.sharedBytes,
+                         error) ||
+          !driver.reserveSharedMemory(p.function, p.sharedBytes, error) ||
+          !launch->params(set, p.params, error))
+        fail(error);
+      launches.push_back(std::move(p));
+    }
+    return launches;
+  };
+  auto runAll = [&](const std::vector<Prepared> &launches, std::string &err) {
     for (const Prepared &p : launches)
       if (!driver.launch(p.function, p.grid, p.block, p.sharedBytes, p.params,
                          err))
         return false;
     return true;
   };
-  if (!runAll(error) || !driver.synchronize(error))
+  std::vector<Prepared> checked = prepare(args);
+  if (!runAll(checked, error) || !driver.synchronize(error))
     fail(error);
   for (size_t i = 3; i < numArgs; ++i)
     if (!driver.copyToHost(
@@ -234,54 +253,130 @@ int main(int argc, char **argv) {
             host[i]->numElements() * elementBytes(host[i]->kind()), error))
       fail(error);
 
-  // float64 reference, rounded to the output type.
+  // The float64 reference, rounded to the output type: on the CPU, or for
+  // large problems (or when asked) with the plain reference kernel on the
+  // GPU.
   int64_t d = shapes[0][3], dv = shapes[2][3], group = o.hq / o.hkv;
   double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  double work = static_cast<double>(o.batch) * o.hq * o.m * o.n * (d + dv);
+  bool onGpu = o.reference == "gpu" ||
+               (o.reference == "auto" && work > 1e9 && hasGpuReference());
+  std::vector<double> refOut, refLse;
+  if (onGpu) {
+    ReferenceProblem problem{o.batch, o.hq,     o.hkv,   o.m,
+                             o.n,     d,        dv,      host[0]->kind(),
+                             scale,   o.causal, o.window};
+    if (!gpuReferenceAttention(driver, problem, args[0].address,
+                               args[1].address, args[2].address, refOut, refLse,
+                               error))
+      fail("the GPU reference failed: " + error);
+  } else {
+    refOut.assign(o.batch * o.hq * o.m * dv, 0);
+    refLse.assign(o.batch * o.hq * o.m, 0);
+    std::vector<double> s(o.n);
+    for (int64_t b = 0; b < o.batch; ++b)
+      for (int64_t h = 0; h < o.hq; ++h)
+        for (int64_t i = 0; i < o.m; ++i) {
+          int64_t row = (b * o.hq + h) * o.m + i;
+          double mx = -std::numeric_limits<double>::infinity();
+          for (int64_t j = 0; j < o.n; ++j) {
+            bool keep = (!o.causal && !o.window) ||
+                        (j <= i && (!o.window || i - j < o.window));
+            double dot = 0;
+            for (int64_t c = 0; keep && c < d; ++c)
+              dot += host[0]->get(row * d + c) *
+                     host[1]->get(((b * o.hkv + h / group) * o.n + j) * d + c);
+            s[j] =
+                keep ? dot * scale : -std::numeric_limits<double>::infinity();
+            mx = std::max(mx, s[j]);
+          }
+          double sum = 0;
+          for (int64_t j = 0; j < o.n; ++j)
+            sum += std::isinf(s[j]) ? 0 : std::exp(s[j] - mx);
+          for (int64_t c = 0; c < dv; ++c) {
+            double ref = 0;
+            for (int64_t j = 0; j < o.n && sum > 0; ++j)
+              if (!std::isinf(s[j]))
+                ref +=
+                    std::exp(s[j] - mx) / sum *
+                    host[2]->get(((b * o.hkv + h / group) * o.n + j) * dv + c);
+            refOut[row * dv + c] = ref;
+          }
+          refLse[row] = sum > 0 ? mx + std::log(sum)
+                                : -std::numeric_limits<double>::infinity();
+        }
+  }
   double diff = 0, norm = 0;
   bool finite = true;
-  std::vector<double> s(o.n);
-  for (int64_t b = 0; b < o.batch; ++b)
-    for (int64_t h = 0; h < o.hq; ++h)
-      for (int64_t i = 0; i < o.m; ++i) {
-        double mx = -std::numeric_limits<double>::infinity();
-        for (int64_t j = 0; j < o.n; ++j) {
-          bool keep = (!o.causal && !o.window) ||
-                      (j <= i && (!o.window || i - j < o.window));
-          double dot = 0;
-          for (int64_t c = 0; keep && c < d; ++c)
-            dot += host[0]->get(((b * o.hq + h) * o.m + i) * d + c) *
-                   host[1]->get(((b * o.hkv + h / group) * o.n + j) * d + c);
-          s[j] = keep ? dot * scale : -std::numeric_limits<double>::infinity();
-          mx = std::max(mx, s[j]);
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < o.n; ++j)
-          sum += std::isinf(s[j]) ? 0 : std::exp(s[j] - mx);
-        for (int64_t c = 0; c < dv; ++c) {
-          double ref = 0;
-          for (int64_t j = 0; j < o.n && sum > 0; ++j)
-            if (!std::isinf(s[j]))
-              ref += std::exp(s[j] - mx) / sum *
-                     host[2]->get(((b * o.hkv + h / group) * o.n + j) * dv + c);
-          ref = roundTo(host[3]->kind(), ref);
-          double got = host[3]->get(((b * o.hq + h) * o.m + i) * dv + c);
-          finite &= std::isfinite(got);
-          diff += (got - ref) * (got - ref);
-          norm += ref * ref;
-        }
-      }
+  for (size_t e = 0; e < refOut.size(); ++e) {
+    double ref = roundTo(host[3]->kind(), refOut[e]);
+    double got = host[3]->get(e);
+    finite &= std::isfinite(got);
+    diff += (got - ref) * (got - ref);
+    norm += ref * ref;
+  }
   double err = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+  if (numArgs == 5) {
+    // Rows with nothing unmasked must give -inf; compare the rest.
+    double lseDiff = 0, lseNorm = 0;
+    for (size_t e = 0; e < refLse.size(); ++e) {
+      double got = host[4]->get(e), want = refLse[e];
+      if (std::isinf(want)) {
+        finite &= got == want;
+        continue;
+      }
+      finite &= std::isfinite(got);
+      lseDiff += (got - want) * (got - want);
+      lseNorm += want * want;
+    }
+    err = std::max(err, lseNorm > 0 ? std::sqrt(lseDiff / lseNorm)
+                                    : std::sqrt(lseDiff));
+  }
   bool wide = host[0]->kind() == ElementKind::F32;
   double tolerance = wide ? 1e-5 : 2e-3;
   bool pass = finite && err <= tolerance;
 
+  // Timing: rotate through copies of the inputs, so that a run does not
+  // find the previous run's inputs in the 50 MB L2; a warm-up first.
+  size_t inputBytes = 0;
+  for (int i = 0; i < 3; ++i)
+    inputBytes += host[i]->numElements() * elementBytes(host[i]->kind());
+  int rotate =
+      o.rotate > 0
+          ? o.rotate
+          : static_cast<int>(std::min<size_t>(
+                8, 1 + (200u << 20) / std::max<size_t>(inputBytes, 1)));
+  std::vector<std::vector<Argument>> sets = {args};
+  for (int r = 1; r < rotate && o.repeat > 0; ++r) {
+    std::vector<Argument> set = args;
+    bool ok = true;
+    for (int i = 0; i < 3 && ok; ++i) {
+      size_t bytes = host[i]->numElements() * elementBytes(host[i]->kind());
+      ok = driver.allocate(bytes, set[i].address, error) &&
+           driver.copyToDevice(set[i].address, host[i]->data(), bytes, error);
+    }
+    if (!ok)
+      break; // time with the copies that fit
+    sets.push_back(std::move(set));
+  }
+  std::vector<std::vector<Prepared>> timedLaunches;
+  for (const std::vector<Argument> &set : sets)
+    timedLaunches.push_back(prepare(set));
+  if (o.repeat > 0 && !runAll(timedLaunches.back(), error))
+    fail(error); // warm-up
   std::vector<float> times;
   for (int r = 0; r < o.repeat; ++r) {
     float ms;
-    if (!driver.timeMs(runAll, ms, error))
+    const std::vector<Prepared> &launches =
+        timedLaunches[r % timedLaunches.size()];
+    if (!driver.timeMs([&](std::string &err) { return runAll(launches, err); },
+                       ms, error))
       fail(error);
     times.push_back(ms);
   }
+  for (size_t r = 1; r < sets.size(); ++r)
+    for (int i = 0; i < 3; ++i)
+      driver.free(sets[r][i].address);
   double ms = 0, tflops = 0;
   if (!times.empty()) {
     std::sort(times.begin(), times.end());
@@ -295,27 +390,32 @@ int main(int argc, char **argv) {
     std::printf("{\"function\": \"%s\", \"chip\": \"%s\", \"B\": %lld, "
                 "\"Hq\": %lld, \"Hkv\": %lld, \"M\": %lld, \"N\": %lld, "
                 "\"D\": %lld, \"causal\": %s, \"window\": %lld, "
-                "\"error\": %.6e, \"tolerance\": %.1e, \"ms\": %.6f, "
-                "\"tflops\": %.4f, \"pass\": %s}\n",
+                "\"error\": %.6e, \"tolerance\": %.1e, \"reference\": \"%s\", "
+                "\"rotate\": %d, \"ms\": %.6f, \"tflops\": %.4f, "
+                "\"pass\": %s}\n",
                 function->name.c_str(), driver.chip().c_str(),
                 (long long)o.batch, (long long)o.hq, (long long)o.hkv,
                 (long long)o.m, (long long)o.n, (long long)d,
                 o.causal ? "true" : "false", (long long)o.window, err,
-                tolerance, ms, tflops, pass ? "true" : "false");
+                tolerance, onGpu ? "gpu" : "cpu", static_cast<int>(sets.size()),
+                ms, tflops, pass ? "true" : "false");
     for (Argument &a : args)
       driver.free(a.address);
     return pass ? 0 : 1;
   }
   std::printf("attn-bundle-run: @%s on %s, B=%lld Hq=%lld Hkv=%lld M=%lld "
-              "N=%lld D=%lld%s: error %.3e (tolerance %.0e)%s: %s\n",
+              "N=%lld D=%lld%s: error %.3e (tolerance %.0e, %s reference)%s: "
+              "%s\n",
               function->name.c_str(), driver.chip().c_str(), (long long)o.batch,
               (long long)o.hq, (long long)o.hkv, (long long)o.m, (long long)o.n,
               (long long)d, o.window ? " window" : (o.causal ? " causal" : ""),
-              err, tolerance, finite ? "" : ", non-finite or unwritten outputs",
+              err, tolerance, onGpu ? "GPU float64" : "CPU float64",
+              finite ? "" : ", non-finite or unwritten outputs",
               pass ? "PASS" : "FAIL");
   if (!times.empty())
-    std::printf("  median of %d runs: %.3f ms, %.2f TFLOP/s\n", o.repeat, ms,
-                tflops);
+    std::printf("  median of %d runs (inputs rotated over %d copies): %.3f "
+                "ms, %.2f TFLOP/s\n",
+                o.repeat, static_cast<int>(sets.size()), ms, tflops);
   for (Argument &a : args)
     driver.free(a.address);
   return pass ? 0 : 1;

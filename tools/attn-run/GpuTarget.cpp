@@ -85,7 +85,8 @@ GpuTarget::~GpuTarget() {
 }
 
 llvm::Expected<double>
-GpuTarget::run(std::vector<std::unique_ptr<HostTensor>> &buffers) {
+GpuTarget::run(std::vector<std::unique_ptr<HostTensor>> &buffers,
+               const DeviceCallback &onDevice) {
   std::string message;
   std::vector<Argument> args(buffers.size());
   auto release = [&] {
@@ -144,6 +145,9 @@ GpuTarget::run(std::vector<std::unique_ptr<HostTensor>> &buffers) {
                            buffer->numElements() * elementBytes(buffer->kind()),
                            message))
       return failWith(message);
+
+  if (onDevice && !onDevice(driver, args, message))
+    return failWith(message);
 
   double ms = checkedMs;
   if (repeat > 0) {

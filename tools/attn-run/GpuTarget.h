@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,8 +44,14 @@ public:
   /// Copies `buffers` (one per function argument) to the GPU, runs the
   /// function's kernels, copies every buffer back; returns the GPU time of
   /// the run in ms (the median of `repeat` more runs when asked for).
+  /// `onDevice`, when given, runs after the kernels while the arguments are
+  /// still on the GPU (the GPU reference reads Q, K and V there).
+  using DeviceCallback = std::function<bool(
+      attn_runtime::CudaDriver &, const std::vector<attn_runtime::Argument> &,
+      std::string &)>;
   llvm::Expected<double>
-  run(std::vector<std::unique_ptr<attn_runtime::HostTensor>> &buffers);
+  run(std::vector<std::unique_ptr<attn_runtime::HostTensor>> &buffers,
+      const DeviceCallback &onDevice = nullptr);
 
   const std::string &chip() const { return chip_; }
   double compileMs() const { return compileMs_; }

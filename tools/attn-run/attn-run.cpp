@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttnRuntime/GpuReference.h"
 #include "AttnRuntime/HostTensor.h"
 #include "GpuTarget.h"
 #include "Reference.h"
@@ -68,6 +69,11 @@ static cl::opt<int64_t>
     blockThreads("block-threads", cl::init(128),
                  cl::desc("--target=gpu: threads per block"),
                  cl::cat(category));
+static cl::opt<std::string> reference(
+    "reference", cl::init("auto"),
+    cl::desc("auto (the GPU's float64 kernel for large problems without "
+             "regions when --target=gpu, else the CPU), cpu or gpu"),
+    cl::cat(category));
 static cl::opt<int> repeat("repeat", cl::init(0),
                            cl::desc("--target=gpu: time this many more runs "
                                     "per case and report their median"),
@@ -571,9 +577,42 @@ int runAttention(ModuleOp module) {
             buffers.push_back(std::move(buffer));
           }
 
+          // Large problems without regions are checked against the plain
+          // float64 kernel on the GPU; the rest on the CPU, whose reference
+          // interprets the op's regions.
+          double work = static_cast<double>(b) * hq * m * n * (p.d + p.dv);
+          bool gpuReference =
+              gpu && hasGpuReference() && !op.hasScoreMod() &&
+              !op.hasMaskMod() && !op.getBlockMask() &&
+              (reference == "gpu" || (reference == "auto" && work > 1e9));
+          if (reference == "gpu" && !gpuReference)
+            fail("--reference=gpu needs --target=gpu, a runtime built with "
+                 "nvcc, and an op without score_mod, mask_mod or block mask");
+          ReferenceResult ref;
           double runMs;
           if (gpu) {
-            llvm::Expected<double> ms = gpu->run(buffers);
+            GpuTarget::DeviceCallback onDevice;
+            if (gpuReference)
+              onDevice = [&](CudaDriver &driver,
+                             const std::vector<Argument> &args,
+                             std::string &message) {
+                ReferenceProblem problem{
+                    b,
+                    hq,
+                    hkv,
+                    m,
+                    n,
+                    p.d,
+                    p.dv,
+                    buffers[qi]->kind(),
+                    static_cast<double>(op.getScaleValue()),
+                    op.getCausal(),
+                    0};
+                return gpuReferenceAttention(
+                    driver, problem, args[qi].address, args[ki].address,
+                    args[vi].address, ref.output, ref.logsumexp, message);
+              };
+            llvm::Expected<double> ms = gpu->run(buffers, onDevice);
             if (!ms)
               fail(llvm::formatv("B={0} Hq={1} Hkv={2} M={3} N={4}: {5}", b, hq,
                                  hkv, m, n, llvm::toString(ms.takeError())));
@@ -582,9 +621,11 @@ int runAttention(ModuleOp module) {
             runMs = invoke(*engine, entry, buffers);
           }
 
-          RegionInterpreter interpreter(captures);
-          ReferenceResult ref = referenceAttention(
-              op, interpreter, *buffers[qi], *buffers[ki], *buffers[vi]);
+          if (!gpuReference) {
+            RegionInterpreter interpreter(captures);
+            ref = referenceAttention(op, interpreter, *buffers[qi],
+                                     *buffers[ki], *buffers[vi]);
+          }
           bool finite;
           double error = relativeError(*buffers[oi], ref.output, finite);
           double lseError = 0;
@@ -612,16 +653,17 @@ int runAttention(ModuleOp module) {
           worst = std::max({worst, error, lseError});
           if (json) {
             llvm::outs() << llvm::formatv(
-                "{{\"target\": \"{15}\", \"B\": {0}, \"Hq\": {1}, \"Hkv\": "
-                "{2}, "
-                "\"M\": {3}, \"N\": {4}, \"D\": {5}, \"Dv\": {6}, "
-                "\"dtype\": \"{7}\", \"causal\": {8}, \"error\": {9:e}, "
-                "\"lse_error\": {10:e}, \"tolerance\": {11:e}, "
-                "\"compile_ms\": {12:f1}, \"run_ms\": {13:f3}, "
-                "\"pass\": {14}}\n",
+                "{{\"target\": \"{0}\", \"reference\": \"{1}\", ",
+                gpu ? "gpu" : "cpu", gpuReference ? "gpu" : "cpu");
+            llvm::outs() << llvm::formatv(
+                "\"B\": {0}, \"Hq\": {1}, \"Hkv\": {2}, \"M\": {3}, "
+                "\"N\": {4}, \"D\": {5}, \"Dv\": {6}, \"dtype\": \"{7}\", "
+                "\"causal\": {8}, \"error\": {9:e}, \"lse_error\": {10:e}, "
+                "\"tolerance\": {11:e}, \"compile_ms\": {12:f1}, "
+                "\"run_ms\": {13:f3}, \"pass\": {14}}\n",
                 b, hq, hkv, m, n, p.d, p.dv, typeName,
                 op.getCausal() ? "true" : "false", error, lseError, allowed,
-                compileMs, runMs, pass ? "true" : "false", gpu ? "gpu" : "cpu");
+                compileMs, runMs, pass ? "true" : "false");
           } else {
             llvm::outs() << llvm::formatv(
                 "  B={0} Hq={1} Hkv={2} M={3} N={4}: run {5:f3} ms, error "
@@ -650,6 +692,8 @@ int main(int argc, char **argv) {
 
   if (target != "cpu" && target != "gpu")
     fail("--target must be cpu or gpu, not '" + target + "'");
+  if (reference != "auto" && reference != "cpu" && reference != "gpu")
+    fail("--reference must be auto, cpu or gpu, not '" + reference + "'");
   if (target == "gpu" && !transformFile.empty())
     fail("--transform applies to --target=cpu only");
 
