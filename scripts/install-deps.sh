@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs every Debian package the build, the tests and the tools need.
+# Installs every Debian package the build, the tests and the tools need,
+# then the Python packages of the bindings (nanobind, numpy, pytest, from
+# PyPI) for the first `python3` on PATH, the one the build binds to.
 # Idempotent: packages already present are left alone. Runs as root or
 # through sudo.
 set -euo pipefail
@@ -8,7 +10,7 @@ packages=(
   cmake ninja-build g++ git
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22
   libgtest-dev
-  python3 python3-dev
+  python3 python3-dev python3-pip
 )
 
 missing=()
@@ -17,13 +19,22 @@ for p in "${packages[@]}"; do
     missing+=("$p")
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
-fi
-
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
-echo "install-deps: installing ${missing[*]}"
-$SUDO apt-get update
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} Debian packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+python=$(command -v python3)
+if "$python" -c "import nanobind, numpy, pytest" 2>/dev/null; then
+  echo "install-deps: nanobind, numpy and pytest present for $python"
+else
+  echo "install-deps: pip-installing nanobind, numpy and pytest for $python"
+  pip=("$python" -m pip install -q --disable-pip-version-check nanobind numpy pytest)
+  # Debian's own python3 is externally managed (PEP 668): say so explicitly.
+  "${pip[@]}" 2>/dev/null || $SUDO "${pip[@]}" --break-system-packages
+fi

@@ -7,6 +7,10 @@
 
 #include "AttnDialect/IR/AttnOps.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -276,6 +280,47 @@ LogicalResult OnlineSoftmaxOp::verify() {
     return emitOpError() << "expected sum type to equal max type " << max
                          << ", but got " << sum;
   return verifyScale(getOperation(), getScale().convertToFloat());
+}
+
+namespace {
+/// attention(cast(x)) -> cast(attention(x)) for casts that only drop static
+/// sizes: the op sees the more static types; its results are cast back.
+struct FoldCastsIntoAttention : OpRewritePattern<AttentionOp> {
+  FoldCastsIntoAttention(MLIRContext *ctx)
+      : OpRewritePattern(ctx, /*benefit=*/2) {}
+
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    IRMapping mapping;
+    for (Value operand : op->getOperands()) {
+      auto cast = operand.getDefiningOp<tensor::CastOp>();
+      if (cast && tensor::canFoldIntoConsumerOp(cast))
+        mapping.map(operand, cast.getSource());
+    }
+    if (mapping.getValueMap().empty())
+      return failure();
+    // A copy on the cast sources, whose results take the (new) outs' types.
+    Operation *folded = rewriter.clone(*op, mapping);
+    for (auto [result, init] : llvm::zip_equal(
+             folded->getResults(), cast<AttentionOp>(folded).getOutputs()))
+      result.setType(init.getType());
+    SmallVector<Value> replacements;
+    for (auto [result, old] :
+         llvm::zip_equal(folded->getResults(), op->getResults()))
+      replacements.push_back(
+          result.getType() == old.getType()
+              ? Value(result)
+              : Value(tensor::CastOp::create(rewriter, op.getLoc(),
+                                             old.getType(), result)));
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+} // namespace
+
+void AttentionOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                              MLIRContext *context) {
+  patterns.add<FoldCastsIntoAttention>(context);
 }
 
 //===----------------------------------------------------------------------===//

@@ -14,8 +14,9 @@
 #include "AttnRuntime/HostTensor.h"
 #include "GpuTarget.h"
 #include "Reference.h"
-#include "Variants.h"
 
+#include "AttnDialect/Execution/CpuJit.h"
+#include "AttnDialect/Execution/Variants.h"
 #include "AttnDialect/IR/AttnDialect.h"
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Pipelines/Pipelines.h"
@@ -196,73 +197,33 @@ struct Problem {
   int64_t b, hq, hkv, m, n, d, dv;
 };
 
-/// Compiles @func of `module` for the CPU; returns the JIT engine and the
-/// C-interface entry point to call with the function's buffers.
-std::pair<std::unique_ptr<ExecutionEngine>, std::string>
+/// Compiles @func of `module` for the CPU (after --transform's script).
+std::unique_ptr<attn::CpuKernel>
 compileForCpu(ModuleOp module, func::FuncOp func, double &compileMs) {
   auto start = std::chrono::steady_clock::now();
-  OwningOpRef<ModuleOp> compiled = module.clone();
-  // Upstream drops results that are just the outs buffers only from private
-  // functions; then the C interface takes the buffers and returns nothing.
-  compiled->lookupSymbol<func::FuncOp>(func.getName()).setPrivate();
-  PassManager pm(module.getContext());
-  if (!transformFile.empty()) {
-    if (!llvm::sys::fs::exists(transformFile))
-      fail("--transform: no file '" + transformFile + "'");
-    std::string interpreter = "transform-preload-library{transform-library-"
-                              "paths=" +
-                              transformFile + "},transform-interpreter";
-    if (failed(parsePassPipeline(interpreter, pm)))
-      fail("--transform: cannot build the transform interpreter");
-  }
   attn::CpuPipelineOptions options;
   options.qTile = qTile;
   options.kvTile = kvTile;
   options.rowTile = rowTile;
-  if (failed(attn::buildCpuPipeline(pm, options, [](const llvm::Twine &msg) {
-        fail(msg);
-        return failure();
-      })))
-    fail("invalid pipeline options");
-  if (failed(pm.run(*compiled)))
-    fail("compilation failed (see the diagnostics above)");
-  std::string entry = ("_mlir_ciface_" + func.getName()).str();
-  auto llvmFunc = compiled->lookupSymbol<LLVM::LLVMFuncOp>(entry);
-  if (!llvmFunc)
-    fail("the compiled module has no C interface for @" + func.getName());
-  if (llvmFunc.getNumArguments() != func.getNumArguments())
-    fail("@" + func.getName() +
-         " must return only the results of its attn op (written in place "
-         "into its outs)");
-
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  ExecutionEngineOptions engineOptions;
-  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
-  engineOptions.transformer = transformer;
-  StringRef sharedLibs[] = {ATTN_C_RUNNER_UTILS};
-  engineOptions.sharedLibPaths = sharedLibs;
-  auto engine = ExecutionEngine::create(*compiled, engineOptions);
-  if (!engine)
-    fail("JIT compilation failed: " + llvm::toString(engine.takeError()));
+  auto kernel =
+      attn::CpuKernel::compile(module, func.getName(), options, transformFile);
+  if (!kernel)
+    fail(llvm::toString(kernel.takeError()));
   compileMs = std::chrono::duration<double, std::milli>(
                   std::chrono::steady_clock::now() - start)
                   .count();
-  return {std::move(*engine), entry};
+  return std::move(*kernel);
 }
 
 /// Calls the compiled function on `buffers` (one per argument); returns ms.
-double invoke(ExecutionEngine &engine, const std::string &entry,
+double invoke(attn::CpuKernel &kernel,
               std::vector<std::unique_ptr<HostTensor>> &buffers) {
-  // The C interface takes a pointer to each memref descriptor.
-  std::vector<void *> descriptors, packed;
+  std::vector<void *> descriptors;
   for (auto &buffer : buffers)
     descriptors.push_back(buffer->descriptor());
-  for (void *&descriptor : descriptors)
-    packed.push_back(&descriptor);
   auto start = std::chrono::steady_clock::now();
-  if (llvm::Error error = engine.invokePacked(entry, packed))
-    fail("running the kernel failed: " + llvm::toString(std::move(error)));
+  if (llvm::Error error = kernel.invoke(descriptors))
+    fail(llvm::toString(std::move(error)));
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now() - start)
       .count();
@@ -320,7 +281,8 @@ int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
       sizesFor("row-len", rowLens, inType.getDimSize(1), 1000);
 
   double compileMs;
-  auto [engine, entry] = compileForCpu(module, func, compileMs);
+  std::unique_ptr<attn::CpuKernel> kernel =
+      compileForCpu(module, func, compileMs);
   Type inElement = inType.getElementType(),
        outElement = outType.getElementType();
   bool wide = inElement.isF32() && outElement.isF32();
@@ -350,7 +312,7 @@ int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
         x.set(e, lastRowMasked || rng() % 16 == 0 ? negInf : uniform(rng));
       }
       y.poison();
-      double runMs = invoke(*engine, entry, buffers);
+      double runMs = invoke(*kernel, buffers);
 
       std::vector<double> ref(m * n, 0.0);
       for (int64_t r = 0; r < m; ++r) {
@@ -487,8 +449,7 @@ int runAttention(ModuleOp module) {
   // Compile once, for the CPU (JIT) or the GPU (a kernel bundle run through
   // the CUDA driver).
   double compileMs = 0;
-  std::unique_ptr<ExecutionEngine> engine;
-  std::string entry;
+  std::unique_ptr<attn::CpuKernel> kernel;
   std::unique_ptr<GpuTarget> gpu;
   if (target == "gpu") {
     GpuOptions options;
@@ -503,7 +464,7 @@ int runAttention(ModuleOp module) {
     gpu = std::move(*created);
     compileMs = gpu->compileMs();
   } else {
-    std::tie(engine, entry) = compileForCpu(module, func, compileMs);
+    kernel = compileForCpu(module, func, compileMs);
   }
   std::string where = gpu ? "gpu (" + gpu->chip() + ")" : "cpu";
 
@@ -618,7 +579,7 @@ int runAttention(ModuleOp module) {
                                  hkv, m, n, llvm::toString(ms.takeError())));
             runMs = *ms;
           } else {
-            runMs = invoke(*engine, entry, buffers);
+            runMs = invoke(*kernel, buffers);
           }
 
           if (!gpuReference) {
@@ -694,13 +655,15 @@ int main(int argc, char **argv) {
     fail("--target must be cpu or gpu, not '" + target + "'");
   if (reference != "auto" && reference != "cpu" && reference != "gpu")
     fail("--reference must be auto, cpu or gpu, not '" + reference + "'");
+  if (!transformFile.empty() && !llvm::sys::fs::exists(transformFile))
+    fail("--transform: no file '" + transformFile + "'");
   if (target == "gpu" && !transformFile.empty())
     fail("--transform applies to --target=cpu only");
 
   // The IR: the input file, or a variant built from the flags.
   std::string source;
   if (inputFile.empty()) {
-    VariantSpec spec;
+    attn::VariantSpec spec;
     spec.dtype = dtype;
     spec.headDim = headDim;
     spec.valueDim = valueDim;
@@ -710,8 +673,9 @@ int main(int argc, char **argv) {
     spec.scoreMod = scoreMod;
     if (opName != "attention" && opName != "softmax")
       fail("--op must be attention or softmax, not '" + opName + "'");
-    llvm::Expected<std::string> text =
-        opName == "softmax" ? softmaxSource(dtype) : variantSource(spec);
+    llvm::Expected<std::string> text = opName == "softmax"
+                                           ? attn::softmaxSource(dtype)
+                                           : attn::variantSource(spec);
     if (!text)
       fail(llvm::toString(text.takeError()));
     source = *text;

@@ -148,6 +148,10 @@ def Attn_AttentionOp : Attn_Op<"attention", [
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
+  // Folds tensor.cast operands that add static information (what tiling a
+  // static problem leaves behind) without upstream's clone-based folder,
+  // which cannot clone an op whose optional regions are empty.
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//

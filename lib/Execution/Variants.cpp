@@ -1,11 +1,11 @@
 //===- Variants.cpp -------------------------------------------------------===//
 
-#include "Variants.h"
+#include "AttnDialect/Execution/Variants.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"
 
-using namespace attn_run;
+using namespace mlir::attn;
 
 namespace {
 
@@ -26,15 +26,29 @@ const char *kScoreArgs =
 
 } // namespace
 
-llvm::Expected<std::string> attn_run::variantSource(const VariantSpec &spec) {
+llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
   if (spec.dtype != "f32" && spec.dtype != "f16" && spec.dtype != "bf16")
     return llvm::createStringError("--dtype must be f32, f16 or bf16, not '" +
                                    spec.dtype + "'");
   int64_t dv = spec.valueDim ? spec.valueDim : spec.headDim;
   std::string t = spec.dtype;
-  std::string qType = llvm::formatv("tensor<?x?x?x{0}x{1}>", spec.headDim, t);
-  std::string vType = llvm::formatv("tensor<?x?x?x{0}x{1}>", dv, t);
-  std::string lseType = "tensor<?x?x?xf32>";
+  auto dim = [](int64_t size) {
+    return size > 0 ? std::to_string(size) : std::string("?");
+  };
+  std::string b = dim(spec.batch), hq = dim(spec.queryHeads),
+              hkv = dim(spec.kvHeads), m = dim(spec.queryLen),
+              n = dim(spec.kvLen);
+  std::string qType =
+      llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hq, m, spec.headDim, t);
+  std::string kType =
+      llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hkv, n, spec.headDim, t);
+  std::string vType =
+      llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hkv, n, dv, t);
+  std::string oType =
+      llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hq, m, dv, t);
+  std::string lseType = llvm::formatv("tensor<{0}x{1}x{2}xf32>", b, hq, m);
+  if (spec.scale < 0)
+    return llvm::createStringError("the scale must be positive");
 
   std::string captures, maskBody, scoreBody;
   llvm::StringRef param;
@@ -135,11 +149,11 @@ llvm::Expected<std::string> attn_run::variantSource(const VariantSpec &spec) {
         spec.scoreMod + "'");
   }
 
-  std::string outs = "%out", outTypes = qType;
-  std::string args = llvm::formatv(
-      "%query: {0}, %key: {0}, %value: {1}, %out: {1}", qType, vType);
-  std::string results = vType;
-  outTypes = vType;
+  std::string outs = "%out";
+  std::string args =
+      llvm::formatv("%query: {0}, %key: {1}, %value: {2}, %out: {3}", qType,
+                    kType, vType, oType);
+  std::string results = oType, outTypes = oType;
   if (spec.logsumexp) {
     args += ", %logsumexp: " + lseType;
     outs += ", %logsumexp";
@@ -156,21 +170,31 @@ llvm::Expected<std::string> attn_run::variantSource(const VariantSpec &spec) {
     regions += std::string("\n      mask_mod {\n      ") + kMaskArgs +
                maskBody + "\n      }";
 
+  std::string attrs;
+  if (spec.causal)
+    attrs += "causal";
+  if (spec.scale > 0)
+    attrs += (attrs.empty() ? "" : ", ") +
+             llvm::formatv("scale = {0:e} : f32", spec.scale).str();
+  if (!attrs.empty())
+    attrs = " {" + attrs + "}";
+
   bool twoResults = spec.logsumexp;
   return llvm::formatv(R"(func.func @attention({0}) -> ({1}) {{
-  {2} = attn.attention ins(%query, %key, %value : {3}, {3}, {4})
-      outs({5} : {6}){7}{8}
-      -> {9}
-  return {10} : {9}
+  {2} = attn.attention ins(%query, %key, %value : {3}, {4}, {5})
+      outs({6} : {7}){8}{9}
+      -> {10}
+  return {11} : {10}
 }
 )",
-                       args, results, twoResults ? "%r:2" : "%r", qType, vType,
-                       outs, outTypes, spec.causal ? " {causal}" : "", regions,
-                       results, twoResults ? "%r#0, %r#1" : "%r")
+                       args, results, twoResults ? "%r:2" : "%r", qType, kType,
+                       vType, outs, outTypes, attrs, regions, results,
+                       twoResults ? "%r#0, %r#1" : "%r")
       .str();
 }
 
-llvm::Expected<std::string> attn_run::softmaxSource(const std::string &dtype) {
+llvm::Expected<std::string>
+mlir::attn::softmaxSource(const std::string &dtype) {
   if (dtype != "f32" && dtype != "f16" && dtype != "bf16")
     return llvm::createStringError("--dtype must be f32, f16 or bf16, not '" +
                                    dtype + "'");

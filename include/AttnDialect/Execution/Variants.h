@@ -1,20 +1,20 @@
 //===- Variants.h - attention IR for the masks and score mods we test -----===//
 //
-// attn-run can compile a .mlir file, or build the IR itself from flags: one
+// Attention IR built from parameters (attn-run and the Python bindings): one
 // function @attention(q, k, v, out [, lse] [, captures]) with dynamic B, H,
 // M and N, using the FlexAttention examples from SEEDS.md as regions.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTN_RUN_VARIANTS_H
-#define ATTN_RUN_VARIANTS_H
+#ifndef ATTNDIALECT_EXECUTION_VARIANTS_H
+#define ATTNDIALECT_EXECUTION_VARIANTS_H
 
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <string>
 
-namespace attn_run {
+namespace mlir::attn {
 
 struct VariantSpec {
   std::string dtype = "f32";          // f32, f16 or bf16
@@ -25,6 +25,11 @@ struct VariantSpec {
   std::string mask = "none";
   /// none, alibi, softcap:C, relative, checkerboard
   std::string scoreMod = "none";
+  /// The scale of Q.K^T; 0: the op's default, 1/sqrt(D).
+  double scale = 0;
+  /// Static sizes; -1 (the default) leaves a size dynamic.
+  int64_t batch = -1, queryHeads = -1, kvHeads = -1, queryLen = -1,
+          kvLen = -1;
 };
 
 /// MLIR text of the variant, or an error naming the bad flag.
@@ -33,6 +38,6 @@ llvm::Expected<std::string> variantSource(const VariantSpec &spec);
 /// @softmax(%x: tensor<?x?xT>, %y: tensor<?x?xT>) with dynamic sizes.
 llvm::Expected<std::string> softmaxSource(const std::string &dtype);
 
-} // namespace attn_run
+} // namespace mlir::attn
 
-#endif // ATTN_RUN_VARIANTS_H
+#endif // ATTNDIALECT_EXECUTION_VARIANTS_H

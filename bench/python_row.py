@@ -1,0 +1,61 @@
+"""One benchmark row through the Python package, next to torch's SDPA, in
+one process on the GPU: attn.Kernel runs a prebuilt bundle on PyTorch CUDA
+tensors in place (no copies).
+
+usage: python3 bench/python_row.py BUNDLE.json [--batch B --heads H --n N]
+"""
+
+import argparse
+import math
+
+import torch
+
+import attn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("bundle")
+parser.add_argument("--batch", type=int, default=8)
+parser.add_argument("--heads", type=int, default=16)
+parser.add_argument("--n", type=int, default=2048)
+parser.add_argument("--causal", action="store_true")
+a = parser.parse_args()
+
+kernel = attn.Kernel(a.bundle)
+dims, elem = kernel.arg_types[0]
+d = dims[3]
+dtype = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[elem]
+shape = (a.batch, a.heads, a.n, d)
+q, k, v = (torch.empty(shape, device="cuda", dtype=dtype).uniform_(-1, 1)
+           for _ in range(3))
+out = torch.full_like(q, float("nan"))
+
+
+def median_ms(run, repeats=5):
+    run()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        stop.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(stop))
+    return sorted(times)[len(times) // 2]
+
+
+ours = median_ms(lambda: kernel(q, k, v, out))
+want = torch.nn.functional.scaled_dot_product_attention(
+    q.float(), k.float(), v.float(), is_causal=a.causal)
+# Against the reference rounded to the output type (what a correctly
+# rounded kernel stores), as attn-run measures.
+want = want.to(dtype).float()
+error = ((out.float() - want).norm() / want.norm()).item()
+sdpa = median_ms(lambda: torch.nn.functional.scaled_dot_product_attention(
+    q, k, v, is_causal=a.causal), repeats=20)
+flops = 4.0 * a.batch * a.heads * a.n * a.n * d / (2 if a.causal else 1)
+print(f"python row: {elem} D={d} B={a.batch} H={a.heads} N={a.n} "
+      f"causal={a.causal} on {attn.chip()}: attn (via attn.Kernel on torch "
+      f"tensors) {ours:.3f} ms = {flops / ours / 1e9:.2f} TFLOP/s, error "
+      f"{error:.2e}; torch SDPA {sdpa:.3f} ms = {flops / sdpa / 1e9:.2f} "
+      f"TFLOP/s; ratio {sdpa / ours:.4f}")
+assert error < 2e-3, "attn's output does not match SDPA"

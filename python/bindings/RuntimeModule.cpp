@@ -1,0 +1,165 @@
+//===- RuntimeModule.cpp - attn._runtime: run kernel bundles --------------===//
+//
+// The runtime side of the Python package: needs only the runtime library
+// (no MLIR, no CUDA toolkit), so it builds on the GPU machine. Loads a kernel
+// bundle and launches a function's kernels on device buffers given by
+// address and shape; attn/runtime.py turns numpy arrays and GPU tensors
+// (__cuda_array_interface__, or PyTorch's data_ptr) into those.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttnRuntime/Bundle.h"
+#include "AttnRuntime/CudaDriver.h"
+#include "AttnRuntime/GpuReference.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <map>
+#include <memory>
+
+namespace nb = nanobind;
+using namespace attn_runtime;
+
+namespace {
+
+/// The CUDA driver of the process (device 0), opened on first use.
+CudaDriver &driver() {
+  static std::unique_ptr<CudaDriver> instance;
+  if (!instance) {
+    auto opened = std::make_unique<CudaDriver>();
+    std::string error;
+    if (!opened->open(error))
+      throw std::runtime_error("attn: " + error);
+    instance = std::move(opened);
+  }
+  return *instance;
+}
+
+[[noreturn]] void raise(const std::string &error) {
+  throw std::runtime_error("attn: " + error);
+}
+
+class LoadedBundle {
+public:
+  explicit LoadedBundle(const std::string &path) {
+    std::string error;
+    if (!Bundle::load(path, bundle, error))
+      throw nb::value_error(("attn: " + error).c_str());
+  }
+
+  std::vector<std::string> functions() const {
+    std::vector<std::string> names;
+    for (const Function &f : bundle.functions)
+      names.push_back(f.name);
+    return names;
+  }
+
+  std::vector<std::string> argTypes(const std::string &name) const {
+    return function(name).argTypes;
+  }
+
+  /// Launches every kernel of @name, in order, on device buffers given as
+  /// (address, shape) pairs, one per argument; waits for them.
+  void launch(
+      const std::string &name,
+      const std::vector<std::pair<uint64_t, std::vector<int64_t>>> &buffers) {
+    const Function &f = function(name);
+    if (buffers.size() != f.argTypes.size())
+      throw nb::type_error(("attn: @" + name + " takes " +
+                            std::to_string(f.argTypes.size()) +
+                            " buffers, got " + std::to_string(buffers.size()))
+                               .c_str());
+    std::vector<Argument> args(buffers.size());
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      args[i].address = buffers[i].first;
+      args[i].shape = buffers[i].second;
+    }
+    CudaDriver &cuda = driver();
+    std::string error;
+    if (kernels.empty()) {
+      for (const Function &fn : bundle.functions)
+        for (const Launch &l : fn.launches) {
+          void *module, *kernel;
+          if (!cuda.loadModule(*bundle.binary(l.module), module, error) ||
+              !cuda.getFunction(module, l.kernel, kernel, error))
+            raise(error);
+          kernels[&l] = kernel;
+        }
+    }
+    nb::gil_scoped_release release;
+    for (const Launch &l : f.launches) {
+      int64_t grid[3], block[3], shared = 0;
+      std::vector<Param> params;
+      for (int d = 0; d < 3; ++d)
+        if (!evaluateIndex(l.grid[d], args, grid[d], error) ||
+            !evaluateIndex(l.block[d], args, block[d], error))
+          raise(error);
+      void *kernel = kernels[&l];
+      if (!evaluateIndex(l.sharedMemoryBytes, args, shared, error) ||
+          !cuda.reserveSharedMemory(kernel, shared, error) ||
+          !l.params(args, params, error) ||
+          !cuda.launch(kernel, grid, block, shared, params, error))
+        raise(error);
+    }
+    if (!cuda.synchronize(error))
+      raise(error);
+  }
+
+private:
+  const Function &function(const std::string &name) const {
+    const Function *f =
+        name.empty()
+            ? (bundle.functions.empty() ? nullptr : &bundle.functions.front())
+            : bundle.function(name);
+    if (!f)
+      throw nb::value_error(
+          ("attn: the bundle has no function '" + name + "'").c_str());
+    return *f;
+  }
+
+  Bundle bundle;
+  std::map<const Launch *, void *> kernels;
+};
+
+} // namespace
+
+NB_MODULE(_runtime, m) {
+  m.doc() = "attn runtime: load kernel bundles and launch them (CUDA driver)";
+
+  m.def(
+      "chip", [] { return driver().chip(); },
+      "The GPU's chip, e.g. 'sm_90'; raises when there is no driver or "
+      "GPU.");
+  m.def("has_gpu_reference", &hasGpuReference);
+  m.def("malloc", [](size_t bytes) {
+    uint64_t address;
+    std::string error;
+    if (!driver().allocate(bytes, address, error))
+      raise("cannot allocate " + std::to_string(bytes) +
+            " bytes on the GPU: " + error);
+    return address;
+  });
+  m.def("free", [](uint64_t address) { driver().free(address); });
+  m.def("copy_to_device", [](uint64_t address, nb::bytes data) {
+    std::string error;
+    if (!driver().copyToDevice(address, data.c_str(), data.size(), error))
+      raise(error);
+  });
+  m.def("copy_to_host", [](uint64_t address, size_t bytes) {
+    std::string data(bytes, '\0');
+    std::string error;
+    if (!driver().copyToHost(data.data(), address, bytes, error))
+      raise(error);
+    return nb::bytes(data.data(), data.size());
+  });
+
+  nb::class_<LoadedBundle>(m, "Bundle")
+      .def(nb::init<const std::string &>(), nb::arg("path"))
+      .def_prop_ro("functions", &LoadedBundle::functions)
+      .def("arg_types", &LoadedBundle::argTypes, nb::arg("function") = "")
+      .def("launch", &LoadedBundle::launch, nb::arg("function"),
+           nb::arg("buffers"));
+}

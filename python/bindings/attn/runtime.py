@@ -1,0 +1,128 @@
+"""The runtime side of attn: run kernel bundles (wraps _runtime).
+
+Needs only the runtime library: on the GPU machine this package works
+without MLIR. Arrays can be numpy arrays (copied to the GPU and back) or GPU
+tensors: objects with __cuda_array_interface__, or PyTorch CUDA tensors
+(bf16 included), which are used in place.
+"""
+
+import re
+
+from . import _runtime
+
+chip = _runtime.chip
+has_gpu_reference = _runtime.has_gpu_reference
+
+# Element types: MLIR name -> (bytes, numpy dtype names, torch dtype names,
+# __cuda_array_interface__ typestrs).
+_TYPES = {
+    "f32": (4, ("float32",), ("torch.float32",), ("<f4",)),
+    "f16": (2, ("float16",), ("torch.float16",), ("<f2",)),
+    "bf16": (2, ("uint16", "bfloat16"), ("torch.bfloat16",), ()),
+    "i32": (4, ("int32",), ("torch.int32",), ("<i4",)),
+    "i64": (8, ("int64",), ("torch.int64",), ("<i8",)),
+}
+
+
+def _parse_memref(text):
+    m = re.fullmatch(r"memref<(.*)x([a-z0-9]+)>", text)
+    if not m or m.group(2) not in _TYPES:
+        raise ValueError(f"attn: unsupported argument type {text}")
+    dims = [-1 if d == "?" else int(d) for d in m.group(1).split("x")]
+    return dims, m.group(2)
+
+
+class Kernel:
+    """A function of a kernel bundle (bundle.json written by
+    attn-write-kernel-bundle), callable on arrays: kernel(q, k, v, out)."""
+
+    def __init__(self, bundle, function=""):
+        self._bundle = _runtime.Bundle(bundle)
+        self.function = function or self._bundle.functions[0]
+        self.arg_types = [_parse_memref(t)
+                          for t in self._bundle.arg_types(self.function)]
+
+    def __call__(self, *arrays):
+        if len(arrays) != len(self.arg_types):
+            raise TypeError(f"attn: @{self.function} takes "
+                            f"{len(self.arg_types)} arrays, got {len(arrays)}")
+        views = [self._view(i, a) for i, a in enumerate(arrays)]
+        on_gpu = {v[2] for v in views}
+        if len(on_gpu) != 1:
+            raise ValueError("attn: pass all arrays on the GPU or all on the "
+                             "host (numpy), not a mix")
+        if on_gpu == {True}:
+            self._bundle.launch(self.function, [(v[0], v[1]) for v in views])
+            return
+        # Host arrays: copy in, run, copy every buffer back in place.
+        import numpy as np
+        addresses = []
+        try:
+            for a in arrays:
+                addresses.append(_runtime.malloc(max(a.nbytes, 1)))
+                _runtime.copy_to_device(addresses[-1], a.tobytes())
+            self._bundle.launch(self.function,
+                                [(addr, list(a.shape))
+                                 for addr, a in zip(addresses, arrays)])
+            for addr, a in zip(addresses, arrays):
+                data = _runtime.copy_to_host(addr, a.nbytes)
+                a[...] = np.frombuffer(data, dtype=a.dtype).reshape(a.shape)
+        finally:
+            for addr in addresses:
+                _runtime.free(addr)
+
+    def _view(self, i, a):
+        """(address, shape, on_gpu) of argument i, checked against the
+        bundle's type."""
+        dims, elem = self.arg_types[i]
+        where = f"attn: argument {i} of @{self.function}"
+        if hasattr(a, "__cuda_array_interface__") and not hasattr(a, "data_ptr"):
+            cai = a.__cuda_array_interface__
+            shape, typestr = list(cai["shape"]), cai["typestr"]
+            if typestr not in _TYPES[elem][3]:
+                raise TypeError(f"{where}: expected {elem} elements, got "
+                                f"typestr {typestr}")
+            if cai.get("strides") not in (None, _contiguous(shape, _TYPES[elem][0])):
+                raise ValueError(f"{where}: the array must be C-contiguous")
+            address, on_gpu = cai["data"][0], True
+        elif hasattr(a, "data_ptr") and hasattr(a, "is_cuda"):  # PyTorch
+            shape = list(a.shape)
+            if str(a.dtype) not in _TYPES[elem][2]:
+                raise TypeError(f"{where}: expected {elem} elements, got "
+                                f"{a.dtype}")
+            if not a.is_contiguous():
+                raise ValueError(f"{where}: the tensor must be contiguous")
+            if a.is_cuda and a.device.index not in (None, 0):
+                raise ValueError(f"{where}: the tensor is on {a.device}; attn "
+                                 "runs on cuda:0")
+            if not a.is_cuda:
+                raise ValueError(f"{where}: the tensor is on the CPU; pass "
+                                 "CUDA tensors, or numpy arrays")
+            address, on_gpu = a.data_ptr(), True
+        elif hasattr(a, "dtype") and hasattr(a, "flags"):  # numpy
+            shape = list(a.shape)
+            if str(a.dtype) not in _TYPES[elem][1]:
+                raise TypeError(f"{where}: expected {elem} elements"
+                                f"{' (as uint16 bits)' if elem == 'bf16' else ''}"
+                                f", got {a.dtype}")
+            if not a.flags["C_CONTIGUOUS"]:
+                raise ValueError(f"{where}: the array must be C-contiguous")
+            address, on_gpu = 0, False
+        else:
+            raise TypeError(f"{where}: expected a numpy array or a GPU tensor, "
+                            f"got {type(a).__name__}")
+        if len(shape) != len(dims):
+            raise ValueError(f"{where}: expected rank {len(dims)}, got "
+                             f"{len(shape)}")
+        for d, (want, got) in enumerate(zip(dims, shape)):
+            if want >= 0 and want != got:
+                raise ValueError(f"{where}: dim {d} must be {want}, got {got}")
+        return address, shape, on_gpu
+
+
+def _contiguous(shape, itemsize):
+    strides, step = [], itemsize
+    for size in reversed(shape):
+        strides.insert(0, step)
+        step *= size
+    return tuple(strides)

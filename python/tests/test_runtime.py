@@ -1,0 +1,108 @@
+"""The runtime side: bundles run on numpy arrays and GPU tensors; argument
+checks happen before any GPU work, so they are tested without a GPU."""
+
+import os
+
+import numpy as np
+import pytest
+
+import attn
+from conftest import driver_present, reference_attention, relative_error
+
+needs_gpu = pytest.mark.skipif(not driver_present(), reason="no CUDA driver")
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    """A bundle of f16 causal attention with dynamic sizes: compiled here,
+    or (runtime-only builds) the prebuilt one ATTN_TEST_BUNDLE names."""
+    if not attn.compiler_available:
+        prebuilt = os.environ.get("ATTN_TEST_BUNDLE")
+        if not prebuilt:
+            pytest.skip("runtime-only build and no ATTN_TEST_BUNDLE")
+        return prebuilt
+    directory = tmp_path_factory.mktemp("bundle")
+    attn.compile_gpu(attn.attention(dtype="f16", heads=(8, 2), causal=True),
+                     "sm_90", str(directory))
+    return str(directory / "bundle.json")
+
+
+class FakeTensor:
+    """Duck-types the PyTorch attributes attn reads."""
+
+    def __init__(self, shape, dtype="torch.float16", cuda=True, index=0):
+        self.shape, self.dtype, self.is_cuda = shape, dtype, cuda
+        self.device = type("Device", (), {"index": index})()
+
+    def data_ptr(self):
+        return 0
+
+    def is_contiguous(self):
+        return True
+
+
+def test_bundle_errors():
+    with pytest.raises(ValueError, match="cannot read"):
+        attn.Kernel("/no/such/bundle.json")
+
+
+def test_argument_checks(bundle):
+    kernel = attn.Kernel(bundle)
+    assert kernel.function == "attention"
+    q = np.zeros((1, 8, 16, 64), np.float16)
+    kv = np.zeros((1, 2, 16, 64), np.float16)
+    with pytest.raises(TypeError, match="takes 4 arrays"):
+        kernel(q, kv, kv)
+    with pytest.raises(TypeError, match="expected f16 elements, got float32"):
+        kernel(q.astype(np.float32), kv, kv, q)
+    with pytest.raises(ValueError, match="expected rank 4, got 3"):
+        kernel(q, kv[0], kv, q)
+    if kernel.arg_types[1][0][1] == 2:  # static kv heads (compiled here)
+        with pytest.raises(ValueError, match="dim 1 must be 2, got 8"):
+            kernel(q, q, q, q)
+    with pytest.raises(ValueError, match="all arrays on the GPU or all on the host"):
+        kernel(FakeTensor((1, 8, 16, 64)), kv, kv, q)
+    with pytest.raises(ValueError, match="is on the CPU"):
+        kernel(FakeTensor((1, 8, 16, 64), cuda=False), kv, kv, q)
+    with pytest.raises(ValueError, match="runs on cuda:0"):
+        kernel(FakeTensor((1, 8, 16, 64), index=1), kv, kv, q)
+    with pytest.raises(TypeError, match="expected f16 elements, got torch.bfloat16"):
+        kernel(FakeTensor((1, 8, 16, 64), "torch.bfloat16"), kv, kv, q)
+    with pytest.raises(TypeError, match="expected a numpy array or a GPU tensor"):
+        kernel([1], kv, kv, q)
+
+
+@pytest.mark.skipif(driver_present(), reason="a CUDA driver is present")
+def test_no_driver_is_a_clear_error(bundle):
+    kernel = attn.Kernel(bundle)
+    q = np.zeros((1, 8, 16, 64), np.float16)
+    kv = np.zeros((1, 2, 16, 64), np.float16)
+    with pytest.raises(RuntimeError, match="no CUDA driver"):
+        kernel(q, kv, kv, np.zeros_like(q))
+    with pytest.raises(RuntimeError, match="no CUDA driver"):
+        attn.chip()
+
+
+@needs_gpu
+def test_numpy_on_the_gpu(bundle):
+    rng = np.random.default_rng(1)
+    q = rng.uniform(-1, 1, (2, 8, 130, 64)).astype(np.float16)
+    k = rng.uniform(-1, 1, (2, 2, 257, 64)).astype(np.float16)
+    v = rng.uniform(-1, 1, (2, 2, 257, 64)).astype(np.float16)
+    out = np.full_like(q, np.nan)
+    attn.Kernel(bundle)(q, k, v, out)
+    assert relative_error(out, reference_attention(q, k, v, causal=True)[0]) < 2e-3
+
+
+@needs_gpu
+def test_torch_tensors_in_place(bundle):
+    torch = pytest.importorskip("torch")
+    q = torch.rand(2, 8, 300, 64, device="cuda", dtype=torch.float16) - 0.5
+    k = torch.rand(2, 2, 300, 64, device="cuda", dtype=torch.float16) - 0.5
+    v = torch.rand(2, 2, 300, 64, device="cuda", dtype=torch.float16) - 0.5
+    out = torch.full_like(q, float("nan"))
+    attn.Kernel(bundle)(q, k, v, out)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q.double(), k.double().repeat_interleave(4, 1),
+        v.double().repeat_interleave(4, 1), is_causal=True)
+    assert ((out.double() - want).norm() / want.norm()).item() < 2e-3
