@@ -157,11 +157,13 @@ def evaluate(text, args):
         values = split_top(m.group(3))
         symbols = {n: evaluate(v, args) for n, v in zip(names, values)}
         return affine_eval(m.group(2), symbols)
-    m = re.fullmatch(r"(add|sub|mul|div|ceildiv)\((.*)\)", text)
+    m = re.fullmatch(r"(add|sub|mul|div|ceildiv|min|max)\((.*)\)", text)
     if m:
         a, b = (evaluate(x, args) for x in split_top(m.group(2)))
-        return {"add": a + b, "sub": a - b, "mul": a * b, "div": a // b,
-                "ceildiv": -((-a) // b)}[m.group(1)]
+        return {"add": lambda: a + b, "sub": lambda: a - b,
+                "mul": lambda: a * b, "div": lambda: a // b,
+                "ceildiv": lambda: -((-a) // b), "min": lambda: min(a, b),
+                "max": lambda: max(a, b)}[m.group(1)]()
     raise ValueError(f"unknown bundle expression: {text}")
 
 

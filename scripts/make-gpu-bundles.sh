@@ -32,4 +32,10 @@ done
 # Masks next to FlexAttention (bf16, D=128, as its anchors).
 make_bundle bench-bf16-d128-window1024 --dtype=bf16 --head-dim=128 --mask=sliding-window:1024
 make_bundle bench-bf16-d128-document512 --dtype=bf16 --head-dim=128 --mask=document
+# attn.softmax on [rows, N] (dynamic sizes), for bench/softmax_bench.py.
+for dtype in f32 f16 bf16; do
+  build/bin/attn-run --op=softmax --emit-variant --dtype=$dtype > "$out/softmax-$dtype.mlir"
+  build/bin/attn-opt "$out/softmax-$dtype.mlir" --attn-lower-to-nvvm="chip=$chip" \
+    --attn-write-kernel-bundle=prefix="$out/softmax-$dtype-" -o /dev/null
+done
 ls "$out"

@@ -39,6 +39,14 @@ TEST(RuntimeExpr, EvaluatesWhatTheBundleWriterPrints) {
       70 + 4);
   EXPECT_EQ(eval("ceildiv(dim(%arg3, 2), 64)", args), 3);
   EXPECT_EQ(eval("sub(dim(%arg3, 2), 30)", args), 100);
+  // The softmax kernel's block size: whole warps, 64 to 1024 threads.
+  const char *threads = "min(max(mul(ceildiv(dim(%arg3, 2), 512), 32), 64), "
+                        "1024)";
+  EXPECT_EQ(eval(threads, args), 64);
+  args[3].shape[2] = 1 << 20;
+  EXPECT_EQ(eval(threads, args), 1024);
+  args[3].shape[2] = 5000;
+  EXPECT_EQ(eval(threads, args), 320);
 }
 
 TEST(RuntimeExpr, RejectsWhatItCannotEvaluate) {

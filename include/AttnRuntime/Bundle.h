@@ -19,13 +19,13 @@
 namespace attn_runtime {
 
 /// A launch expression: an integer, an f32 constant, a function argument
-/// (%argN), dim(E, k), add/sub/mul/div/ceildiv(E, E), or an affine map over
+/// (%argN), dim(E, k), add/sub/mul/div/ceildiv/min/max(E, E), or an affine map over
 /// symbols applied to expressions.
 struct Expr {
   enum class Kind { Int, F32, Arg, Dim, Binary, Affine } kind = Kind::Int;
   int64_t value = 0;  // Int; Arg: the argument number; Dim: the dim
   float f32 = 0;      // F32
-  std::string op;     // Binary: add, sub, mul, div, ceildiv
+  std::string op;     // Binary: add, sub, mul, div, ceildiv, min, max
   std::string affine; // Affine: the map's result expression
   std::vector<std::string> symbols; // Affine: s0, s1, ...
   std::vector<Expr> operands;

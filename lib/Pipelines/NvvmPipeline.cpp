@@ -57,7 +57,8 @@ LogicalResult mlir::attn::buildNvvmPipeline(
       llvm::formatv("attn-tile-attention{{q-tile={0} gpu-mapping},"
                     "canonicalize",
                     options.qTile.getValue()),
-      llvm::formatv("attn-decompose-merge-splits,attn-decompose-attention{{"
+      llvm::formatv("attn-softmax-to-gpu,attn-decompose-merge-splits,"
+                    "attn-decompose-attention{{"
                     "kv-tile={0}},attn-decompose-softmax,"
                     "attn-decompose-online-softmax,canonicalize,cse,"
                     "attn-check-decomposed",

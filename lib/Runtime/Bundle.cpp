@@ -1,7 +1,9 @@
 //===- Bundle.cpp - reading and evaluating kernel bundles -----------------===//
 
 #include "AttnRuntime/Bundle.h"
+
 #include "AttnRuntime/Json.h"
+#include <algorithm>
 
 #include <cctype>
 #include <cmath>
@@ -201,7 +203,7 @@ bool Expr::parse(const std::string &raw, Expr &expr, std::string &error) {
     expr.value = std::strtoll(parts[1].c_str(), nullptr, 10);
     return true;
   }
-  for (const char *op : {"add", "sub", "mul", "div", "ceildiv"}) {
+  for (const char *op : {"add", "sub", "mul", "div", "ceildiv", "min", "max"}) {
     if (!call(text, op, inner))
       continue;
     std::vector<std::string> parts = splitTopLevel(inner);
@@ -296,6 +298,8 @@ bool attn_runtime::evaluateIndex(const Expr &expr,
             : expr.op == "sub" ? a - b
             : expr.op == "mul" ? a * b
             : expr.op == "div" ? a / b
+            : expr.op == "min" ? std::min(a, b)
+            : expr.op == "max" ? std::max(a, b)
                                : (a + b - 1) / b;
     return true;
   }

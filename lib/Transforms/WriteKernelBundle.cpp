@@ -85,6 +85,12 @@ FailureOr<std::string> expression(Value value) {
       .Case([&](arith::CeilDivUIOp o) {
         return binary("ceildiv", o.getLhs(), o.getRhs());
       })
+      .Case([&](arith::MinUIOp o) {
+        return binary("min", o.getLhs(), o.getRhs());
+      })
+      .Case([&](arith::MaxUIOp o) {
+        return binary("max", o.getLhs(), o.getRhs());
+      })
       .Case([&](affine::AffineApplyOp apply) -> FailureOr<std::string> {
         // Only the forms tiling produces: (s1 - s0) ceildiv c, s0 floordiv c,
         // and sums and products with constants, printed as map + operands.

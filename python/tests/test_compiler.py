@@ -162,7 +162,16 @@ def test_pipeline_errors():
     with pytest.raises(ValueError, match="missing target chip"):
         module.run_pipeline("attn-lower-to-nvvm")
     # A pipeline that fails on the IR names the op and the reason.
-    with pytest.raises(RuntimeError, match="is outside every GPU grid"):
-        attn.softmax("f32").run_pipeline("attn-lower-to-nvvm{chip=sm_90}")
+    softmax3d = attn.Module.parse("""
+    func.func @s(%x: tensor<2x?x?xf32>, %y: tensor<2x?x?xf32>) -> tensor<2x?x?xf32> {
+      %r = attn.softmax ins(%x : tensor<2x?x?xf32>) outs(%y : tensor<2x?x?xf32>) -> tensor<2x?x?xf32>
+      return %r : tensor<2x?x?xf32>
+    }""")
+    with pytest.raises(RuntimeError, match="for rank 2"):
+        softmax3d.run_pipeline("attn-lower-to-nvvm{chip=sm_90}")
+    # attn.softmax of [rows, N] compiles for the GPU.
+    lowered = attn.softmax("f16")
+    lowered.run_pipeline("attn-lower-to-nvvm{chip=sm_90}")
+    assert "shfl.sync" in next(iter(lowered.ptx().values()))
     with pytest.raises(ValueError, match="holds no PTX"):
         module.ptx()

@@ -148,6 +148,35 @@ def DecomposeSoftmax : Pass<"attn-decompose-softmax"> {
   ];
 }
 
+def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
+  let summary = "attn.softmax of [rows, N] to a GPU kernel, a block per row";
+  let description = [{
+    Replaces each `attn.softmax` over a [rows, N] tensor (N any length,
+    dynamic sizes included) with a `gpu.launch` of one block per row, of
+    about four vectors per thread (whole warps, 64 to `threads` threads,
+    computed from N at launch), on the op's buffers (`bufferization.to_buffer` /
+    `to_tensor`, so it runs before bufferization). The threads stride
+    through the row with 16-byte vector loads (scalar loads when N is not a
+    multiple of the vector width, chosen at run time) keeping an online
+    (max, sum); `gpu.all_reduce` merges them over the block; a second sweep
+    writes exp2((x - max) * log2(e)) / sum with 16-byte stores. Rows that
+    are all -inf give 0. Reads each row twice and writes it once.
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", /*default=*/"1024",
+           "most threads per block (a multiple of 32, at most 1024)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def CheckDecomposed : Pass<"attn-check-decomposed"> {
   let summary = "fail on attn ops that the decompositions left behind";
   let description = [{
