@@ -4,10 +4,11 @@
 // threads stride through the row with 16-byte vector loads (scalar ones when
 // N is not a multiple of the vector width, so a row may start unaligned),
 // keeping an online (max, sum) each; two block-wide reductions
-// (gpu.all_reduce, warp shuffles) merge them; a second sweep writes
-// exp2((x - max) * log2(e)) / sum with 16-byte stores. The row is read twice
-// and written once; for rows that fit in L2 alongside the other resident
-// blocks' rows, the second read hits L2. Rows that are all -inf give 0.
+// (gpu.all_reduce, warp shuffles) merge them; exp2((x - max) * log2(e)) / sum
+// is written with 16-byte stores. Rows of at most two vectors per thread
+// (the block is sized for that, up to `threads` threads) stay in registers and
+// are read once; longer rows are swept twice, the second read hitting L2
+// when the resident blocks' rows fit there. Rows that are all -inf give 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +36,9 @@ using namespace mlir::attn;
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+/// Vectors per thread that a row may have and stay in registers; the block
+/// size aims at this many.
+constexpr int64_t kResidentVectors = 2;
 
 /// Builds the kernel body for one row with vectors of `width` elements.
 struct RowKernel {
@@ -76,30 +80,8 @@ struct RowKernel {
     return arith::SelectOp::create(b, loc, masked, f32(0), e);
   }
 
-  void build() {
-    Value start = arith::MulIOp::create(b, loc, tid, index(width));
-    Value step = arith::MulIOp::create(b, loc, threads, index(width));
-
-    // Sweep 1: this thread's online (max, sum) over its vectors.
-    auto sweep = scf::ForOp::create(b, loc, start, n, step,
-                                    ValueRange{f32(kNegInf), f32(0)});
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(sweep.getBody());
-      Value m = sweep.getRegionIterArgs()[0], l = sweep.getRegionIterArgs()[1];
-      SmallVector<Value> xs = load(sweep.getInductionVar());
-      Value newMax = m;
-      for (Value x : xs)
-        newMax = arith::MaximumFOp::create(b, loc, newMax, x);
-      Value sum = arith::MulFOp::create(b, loc, l, expMinus(m, newMax));
-      for (Value x : xs)
-        sum = arith::AddFOp::create(b, loc, sum, expMinus(x, newMax));
-      // A chunk of -inf leaves (max, sum) = (-inf, 0): expMinus gives 0.
-      scf::YieldOp::create(b, loc, ValueRange{newMax, sum});
-    }
-    Value m = sweep.getResult(0), l = sweep.getResult(1);
-
-    // The row's max and sum over the block.
+  /// The block-wide max and 1 / sum, from this thread's (max, sum).
+  std::pair<Value, Value> reduce(Value m, Value l) {
     Value rowMax = gpu::AllReduceOp::create(
         b, loc, m,
         gpu::AllReduceOperationAttr::get(b.getContext(),
@@ -116,30 +98,104 @@ struct RowKernel {
     Value inverse = arith::SelectOp::create(
         b, loc, positive, arith::DivFOp::create(b, loc, f32(1), rowSum),
         f32(0));
+    return {rowMax, inverse};
+  }
 
-    // Sweep 2: the probabilities, rounded to the output type.
-    auto write = scf::ForOp::create(b, loc, start, n, step);
+  /// Writes the probabilities of `xs` (f32) at column `c`, rounded to the
+  /// output type.
+  void store(Value c, ArrayRef<Value> xs, Value rowMax, Value inverse) {
+    Type outElement = cast<MemRefType>(out.getType()).getElementType();
+    SmallVector<Value> ys;
+    for (Value x : xs) {
+      Value y = arith::MulFOp::create(b, loc, expMinus(x, rowMax), inverse);
+      if (!outElement.isF32())
+        y = arith::TruncFOp::create(b, loc, outElement, y);
+      ys.push_back(y);
+    }
+    if (width == 1) {
+      memref::StoreOp::create(b, loc, ys[0], out, ValueRange{row, c});
+      return;
+    }
+    auto type = VectorType::get({width}, outElement);
+    Value v = vector::FromElementsOp::create(b, loc, type, ys);
+    vector::StoreOp::create(b, loc, v, out, ValueRange{row, c},
+                            /*nontemporal=*/false, llvm::Align(16));
+  }
+
+  /// Rows of at most `vectors` vectors per thread: read once, kept in
+  /// registers between the reduction and the write.
+  void buildResident(int64_t vectors) {
+    Value start = arith::MulIOp::create(b, loc, tid, index(width));
+    Value step = arith::MulIOp::create(b, loc, threads, index(width));
+    SmallVector<Value> columns, inRange;
+    SmallVector<SmallVector<Value>> chunks;
+    Value m = f32(kNegInf);
+    for (int64_t j = 0; j < vectors; ++j) {
+      Value c = arith::AddIOp::create(
+          b, loc, start, arith::MulIOp::create(b, loc, step, index(j)));
+      Value inside =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c, n);
+      SmallVector<Type> types(width, b.getF32Type());
+      auto loaded = scf::IfOp::create(b, loc, types, inside,
+                                      /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(loaded.thenBlock());
+        scf::YieldOp::create(b, loc, load(c));
+        b.setInsertionPointToStart(loaded.elseBlock());
+        scf::YieldOp::create(b, loc, SmallVector<Value>(width, f32(kNegInf)));
+      }
+      columns.push_back(c);
+      inRange.push_back(inside);
+      chunks.emplace_back(loaded.getResults().begin(),
+                          loaded.getResults().end());
+      for (Value x : chunks.back())
+        m = arith::MaximumFOp::create(b, loc, m, x);
+    }
+    Value l = f32(0);
+    for (ArrayRef<Value> xs : chunks)
+      for (Value x : xs)
+        l = arith::AddFOp::create(b, loc, l, expMinus(x, m));
+    auto [rowMax, inverse] = reduce(m, l);
+    for (auto [c, inside, xs] : llvm::zip_equal(columns, inRange, chunks)) {
+      auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard insertion(b);
+      b.setInsertionPoint(guard.thenBlock()->getTerminator());
+      store(c, xs, rowMax, inverse);
+    }
+  }
+
+  /// Rows of any length: an online sweep, then a second sweep that re-reads
+  /// the row and writes it.
+  void buildStreaming() {
+    Value start = arith::MulIOp::create(b, loc, tid, index(width));
+    Value step = arith::MulIOp::create(b, loc, threads, index(width));
+
+    // Sweep 1: this thread's online (max, sum) over its vectors.
+    auto sweep = scf::ForOp::create(b, loc, start, n, step,
+                                    ValueRange{f32(kNegInf), f32(0)});
     {
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(write.getBody());
-      Value c = write.getInductionVar();
-      Type outElement = cast<MemRefType>(out.getType()).getElementType();
-      SmallVector<Value> ys;
-      for (Value x : load(c)) {
-        Value y = arith::MulFOp::create(b, loc, expMinus(x, rowMax), inverse);
-        if (!outElement.isF32())
-          y = arith::TruncFOp::create(b, loc, outElement, y);
-        ys.push_back(y);
-      }
-      if (width == 1) {
-        memref::StoreOp::create(b, loc, ys[0], out, ValueRange{row, c});
-      } else {
-        auto type = VectorType::get({width}, outElement);
-        Value v = vector::FromElementsOp::create(b, loc, type, ys);
-        vector::StoreOp::create(b, loc, v, out, ValueRange{row, c},
-                                /*nontemporal=*/false, llvm::Align(16));
-      }
+      b.setInsertionPointToStart(sweep.getBody());
+      Value m = sweep.getRegionIterArgs()[0], l = sweep.getRegionIterArgs()[1];
+      SmallVector<Value> xs = load(sweep.getInductionVar());
+      Value newMax = m;
+      for (Value x : xs)
+        newMax = arith::MaximumFOp::create(b, loc, newMax, x);
+      // A chunk of -inf leaves (max, sum) = (-inf, 0): expMinus gives 0.
+      Value sum = arith::MulFOp::create(b, loc, l, expMinus(m, newMax));
+      for (Value x : xs)
+        sum = arith::AddFOp::create(b, loc, sum, expMinus(x, newMax));
+      scf::YieldOp::create(b, loc, ValueRange{newMax, sum});
     }
+    auto [rowMax, inverse] = reduce(sweep.getResult(0), sweep.getResult(1));
+
+    // Sweep 2: the probabilities.
+    auto write = scf::ForOp::create(b, loc, start, n, step);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(write.getBody());
+    Value c = write.getInductionVar();
+    store(c, load(c), rowMax, inverse);
   }
 };
 
@@ -181,14 +237,14 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     Value rows = memref::DimOp::create(b, loc, in, 0);
     Value n = memref::DimOp::create(b, loc, in, 1);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    // Threads: about four vectors each, whole warps, 64 to `threads`: short
-    // rows do not leave most of a large block idle.
+    // Threads: about kResidentVectors vectors each, whole warps, 64 to
+    // `threads`: short rows do not leave most of a large block idle.
     int64_t vectorWidth = 16 / (inType.getElementTypeBitWidth() / 8);
     auto constant = [&](int64_t v) {
       return arith::ConstantIndexOp::create(b, loc, v);
     };
-    Value warps =
-        arith::CeilDivUIOp::create(b, loc, n, constant(4 * vectorWidth * 32));
+    Value warps = arith::CeilDivUIOp::create(
+        b, loc, n, constant(kResidentVectors * vectorWidth * 32));
     Value blockSize = arith::MinUIOp::create(
         b, loc,
         arith::MaxUIOp::create(
@@ -209,20 +265,32 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
                                  arith::ConstantIndexOp::create(b, loc, width)),
           arith::ConstantIndexOp::create(b, loc, 0));
       auto choice = scf::IfOp::create(b, loc, aligned, /*withElse=*/true);
-      for (auto [block, w] : {std::pair{choice.thenBlock(), width},
-                              std::pair{choice.elseBlock(), int64_t(1)}}) {
-        b.setInsertionPoint(block->getTerminator());
-        RowKernel{b,
-                  loc,
-                  in,
-                  out,
-                  launch.getBlockIds().x,
-                  n,
-                  launch.getThreadIds().x,
-                  launch.getBlockSizeX(),
-                  w}
-            .build();
-      }
+      auto kernel = [&](int64_t w) {
+        return RowKernel{b,
+                         loc,
+                         in,
+                         out,
+                         launch.getBlockIds().x,
+                         n,
+                         launch.getThreadIds().x,
+                         launch.getBlockSizeX(),
+                         w};
+      };
+      // Aligned rows of at most kResidentVectors vectors per thread stay in
+      // registers (read once); longer rows stream twice.
+      b.setInsertionPoint(choice.thenBlock()->getTerminator());
+      Value capacity = arith::MulIOp::create(
+          b, loc, launch.getBlockSizeX(),
+          arith::ConstantIndexOp::create(b, loc, kResidentVectors * width));
+      Value fits =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, n, capacity);
+      auto resident = scf::IfOp::create(b, loc, fits, /*withElse=*/true);
+      b.setInsertionPoint(resident.thenBlock()->getTerminator());
+      kernel(width).buildResident(kResidentVectors);
+      b.setInsertionPoint(resident.elseBlock()->getTerminator());
+      kernel(width).buildStreaming();
+      b.setInsertionPoint(choice.elseBlock()->getTerminator());
+      kernel(1).buildStreaming();
       b.setInsertionPointToEnd(&launch.getBody().front());
       gpu::TerminatorOp::create(b, loc);
     }

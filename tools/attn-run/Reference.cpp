@@ -294,6 +294,7 @@ ReferenceResult attn_run::referenceAttention(mlir::attn::AttentionOp op,
           keep[j] = visible;
           if (!visible)
             continue;
+          ++result.visiblePairs;
           double dot = 0;
           for (int64_t c = 0; c < d; ++c)
             dot += qs[((b * heads + h) * rows + i) * d + c] *

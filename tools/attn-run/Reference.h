@@ -40,6 +40,8 @@ private:
 struct ReferenceResult {
   std::vector<double> output;    // [B, Hq, M, Dv]
   std::vector<double> logsumexp; // [B, Hq, M]
+  /// (b, h, q, kv) elements that no mask removes: the useful work.
+  int64_t visiblePairs = 0;
 };
 
 /// q, k, v hold the (rounded) inputs the kernel saw.

@@ -587,6 +587,18 @@ int runAttention(ModuleOp module) {
             ref = referenceAttention(op, interpreter, *buffers[qi],
                                      *buffers[ki], *buffers[vi]);
           }
+          if (gpuReference) {
+            // The plain kernel has no mask_mod: count causal pairs here.
+            int64_t pairs = 0;
+            for (int64_t i = 0; i < m; ++i)
+              pairs += op.getCausal() ? std::min<int64_t>(n, i + 1) : n;
+            ref.visiblePairs = pairs * b * hq;
+          }
+          // Useful FLOPs: two per multiply-add of Q.K^T and P.V on the
+          // elements no mask removes.
+          double tflops =
+              runMs > 0 ? 2.0 * ref.visiblePairs * (p.d + p.dv) / (runMs * 1e9)
+                        : 0;
           bool finite;
           double error = relativeError(*buffers[oi], ref.output, finite);
           double lseError = 0;
@@ -621,15 +633,16 @@ int runAttention(ModuleOp module) {
                 "\"N\": {4}, \"D\": {5}, \"Dv\": {6}, \"dtype\": \"{7}\", "
                 "\"causal\": {8}, \"error\": {9:e}, \"lse_error\": {10:e}, "
                 "\"tolerance\": {11:e}, \"compile_ms\": {12:f1}, "
-                "\"run_ms\": {13:f3}, \"pass\": {14}}\n",
+                "\"run_ms\": {13:f3}, \"useful_tflops\": {15:f4}, "
+                "\"pass\": {14}}\n",
                 b, hq, hkv, m, n, p.d, p.dv, typeName,
                 op.getCausal() ? "true" : "false", error, lseError, allowed,
-                compileMs, runMs, pass ? "true" : "false");
+                compileMs, runMs, pass ? "true" : "false", tflops);
           } else {
             llvm::outs() << llvm::formatv(
-                "  B={0} Hq={1} Hkv={2} M={3} N={4}: run {5:f3} ms, error "
-                "{6:e}",
-                b, hq, hkv, m, n, runMs, error);
+                "  B={0} Hq={1} Hkv={2} M={3} N={4}: run {5:f3} ms ({7:f3} "
+                "useful TFLOP/s), error {6:e}",
+                b, hq, hkv, m, n, runMs, error, tflops);
             if (li)
               llvm::outs() << llvm::formatv(", logsumexp error {0:e}",
                                             lseError);

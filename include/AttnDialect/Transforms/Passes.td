@@ -153,14 +153,16 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
   let description = [{
     Replaces each `attn.softmax` over a [rows, N] tensor (N any length,
     dynamic sizes included) with a `gpu.launch` of one block per row, of
-    about four vectors per thread (whole warps, 64 to `threads` threads,
+    about two vectors per thread (whole warps, 64 to `threads` threads,
     computed from N at launch), on the op's buffers (`bufferization.to_buffer` /
     `to_tensor`, so it runs before bufferization). The threads stride
     through the row with 16-byte vector loads (scalar loads when N is not a
     multiple of the vector width, chosen at run time) keeping an online
-    (max, sum); `gpu.all_reduce` merges them over the block; a second sweep
-    writes exp2((x - max) * log2(e)) / sum with 16-byte stores. Rows that
-    are all -inf give 0. Reads each row twice and writes it once.
+    (max, sum); `gpu.all_reduce` merges them over the block; then
+    exp2((x - max) * log2(e)) / sum is written with 16-byte stores. Rows of
+    at most two vectors per thread (N up to 8k f32, 16k f16 with 1024
+    threads) stay in registers and are read once; longer rows are swept
+    twice. Rows that are all -inf give 0.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", /*default=*/"1024",
