@@ -6,11 +6,15 @@ usage: python3 bench/python_row.py BUNDLE.json [--batch B --heads H --n N]
 """
 
 import argparse
-import math
+import os
+import sys
 
 import torch
 
 import attn
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gpu_check import median_ms  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("bundle")
@@ -30,20 +34,7 @@ q, k, v = (torch.empty(shape, device="cuda", dtype=dtype).uniform_(-1, 1)
 out = torch.full_like(q, float("nan"))
 
 
-def median_ms(run, repeats=5):
-    run()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        stop.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[len(times) // 2]
-
-
-ours = median_ms(lambda: kernel(q, k, v, out))
+ours = median_ms(lambda: kernel(q, k, v, out), repeats=5)
 want = torch.nn.functional.scaled_dot_product_attention(
     q.float(), k.float(), v.float(), is_causal=a.causal)
 # Against the reference rounded to the output type (what a correctly

@@ -19,6 +19,14 @@
 
 namespace attn_runtime {
 
+/// One kernel launch with its sizes and parameters evaluated for concrete
+/// arguments.
+struct PreparedLaunch {
+  void *kernel = nullptr;
+  int64_t grid[3] = {}, block[3] = {}, sharedBytes = 0;
+  std::vector<Param> params;
+};
+
 class CudaDriver {
 public:
   CudaDriver() = default;
@@ -44,6 +52,19 @@ public:
   bool launch(void *function, const int64_t grid[3], const int64_t block[3],
               int64_t sharedBytes, const std::vector<Param> &params,
               std::string &error);
+
+  /// Loads the kernel of `launch` from its binary in `bundle`.
+  bool loadKernel(const Bundle &bundle, const Launch &launch, void *&kernel,
+                  std::string &error);
+  /// Evaluates `launch` for `args` (grid, block, shared memory, parameters)
+  /// and reserves its shared memory for `kernel`.
+  bool prepare(const Launch &launch, void *kernel,
+               const std::vector<Argument> &args, PreparedLaunch &prepared,
+               std::string &error);
+  bool launch(const PreparedLaunch &prepared, std::string &error) {
+    return launch(prepared.kernel, prepared.grid, prepared.block,
+                  prepared.sharedBytes, prepared.params, error);
+  }
   bool synchronize(std::string &error);
 
   /// Milliseconds `run` takes on the GPU, by CUDA events around it.

@@ -53,6 +53,34 @@ static LogicalResult verifySameDim(Operation *op, StringRef what,
                            << " (" << x << "), but got " << y;
 }
 
+/// A logsumexp output: rank 3 (`layout`) and f32.
+static LogicalResult verifyLogsumexp(Operation *op, RankedTensorType lse,
+                                     StringRef layout) {
+  if (failed(verifyRank(op, "logsumexp", lse, 3, layout)))
+    return failure();
+  if (!lse.getElementType().isF32())
+    return op->emitOpError()
+           << "expected logsumexp element type to be f32, but got "
+           << lse.getElementType();
+  return success();
+}
+
+/// Destination-style results: one per output, of the output's type.
+static LogicalResult verifyResultsMatchOutputs(Operation *op,
+                                               ValueRange results,
+                                               ValueRange outputs) {
+  if (results.size() != outputs.size())
+    return op->emitOpError()
+           << "expected one result per output (" << outputs.size()
+           << "), but got " << results.size();
+  for (auto [i, result, init] : llvm::enumerate(results, outputs))
+    if (result.getType() != init.getType())
+      return op->emitOpError()
+             << "expected result #" << i << " type to equal output #" << i
+             << " type " << init.getType() << ", but got " << result.getType();
+  return success();
+}
+
 /// Head dimensions are static (they size registers and shared memory) and in
 /// the range tensor-core kernels handle.
 static LogicalResult verifyHeadDim(Operation *op, StringRef name,
@@ -210,12 +238,8 @@ LogicalResult AttentionOp::verify() {
 
   if (Value lseInit = getLogsumexpInit()) {
     auto lse = cast<RankedTensorType>(lseInit.getType());
-    if (failed(verifyRank(op, "logsumexp", lse, 3, "[B, Hq, M]")))
+    if (failed(verifyLogsumexp(op, lse, "[B, Hq, M]")))
       return failure();
-    if (!lse.getElementType().isF32())
-      return emitOpError() << "expected logsumexp element type to be f32, but "
-                              "got "
-                           << lse.getElementType();
     if (failed(
             verifySameDim(op, "batch", "query", q, 0, "logsumexp", lse, 0)) ||
         failed(verifySameDim(op, "query heads", "query", q, 1, "logsumexp", lse,
@@ -225,14 +249,8 @@ LogicalResult AttentionOp::verify() {
       return failure();
   }
 
-  if (getResults().size() != numOutputs)
-    return emitOpError() << "expected one result per output (" << numOutputs
-                         << "), but got " << getResults().size();
-  for (auto [i, result, init] : llvm::enumerate(getResults(), getOutputs()))
-    if (result.getType() != init.getType())
-      return emitOpError() << "expected result #" << i << " type to equal "
-                           << "output #" << i << " type " << init.getType()
-                           << ", but got " << result.getType();
+  if (failed(verifyResultsMatchOutputs(op, getResults(), getOutputs())))
+    return failure();
 
   if (getBlockMask() && !hasMaskMod())
     return emitOpError() << "has a block_mask but no mask_mod: partial blocks "
@@ -359,25 +377,15 @@ LogicalResult MergeSplitsOp::verify() {
       return failure();
   if (Value lseInit = getLogsumexpInit()) {
     auto lse = cast<RankedTensorType>(lseInit.getType());
-    if (failed(verifyRank(op, "logsumexp", lse, 3, "[B, H, M]")))
+    if (failed(verifyLogsumexp(op, lse, "[B, H, M]")))
       return failure();
-    if (!lse.getElementType().isF32())
-      return emitOpError() << "expected logsumexp element type to be f32, but "
-                              "got "
-                           << lse.getElementType();
     for (unsigned d = 0; d < 3; ++d)
       if (failed(verifySameDim(op, "outer dim", "partial_lse", pl, d,
                                "logsumexp", lse, d)))
         return failure();
   }
-  if (getResults().size() != numOutputs)
-    return emitOpError() << "expected one result per output (" << numOutputs
-                         << "), but got " << getResults().size();
-  for (auto [i, result, init] : llvm::enumerate(getResults(), getOutputs()))
-    if (result.getType() != init.getType())
-      return emitOpError() << "expected result #" << i << " type to equal "
-                           << "output #" << i << " type " << init.getType()
-                           << ", but got " << result.getType();
+  if (failed(verifyResultsMatchOutputs(op, getResults(), getOutputs())))
+    return failure();
   return success();
 }
 

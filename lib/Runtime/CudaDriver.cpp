@@ -184,6 +184,32 @@ bool CudaDriver::launch(void *function, const int64_t grid[3],
       "cuLaunchKernel", error);
 }
 
+bool CudaDriver::loadKernel(const Bundle &bundle, const Launch &launch,
+                            void *&kernel, std::string &error) {
+  const Binary *binary = bundle.binary(launch.module);
+  if (!binary) {
+    error = "the bundle has no binary '" + launch.module + "'";
+    return false;
+  }
+  void *module;
+  return loadModule(*binary, module, error) &&
+         getFunction(module, launch.kernel, kernel, error);
+}
+
+bool CudaDriver::prepare(const Launch &launch, void *kernel,
+                         const std::vector<Argument> &args,
+                         PreparedLaunch &prepared, std::string &error) {
+  prepared.kernel = kernel;
+  for (int d = 0; d < 3; ++d)
+    if (!evaluateIndex(launch.grid[d], args, prepared.grid[d], error) ||
+        !evaluateIndex(launch.block[d], args, prepared.block[d], error))
+      return false;
+  return evaluateIndex(launch.sharedMemoryBytes, args, prepared.sharedBytes,
+                       error) &&
+         reserveSharedMemory(kernel, prepared.sharedBytes, error) &&
+         launch.params(args, prepared.params, error);
+}
+
 bool CudaDriver::synchronize(std::string &error) {
   return check(api->cuCtxSynchronize(), "cuCtxSynchronize", error);
 }

@@ -20,8 +20,6 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
-#include <limits>
-
 namespace mlir::attn {
 #define GEN_PASS_DEF_DECOMPOSEMERGESPLITS
 #include "AttnDialect/Transforms/Passes.h.inc"
@@ -31,8 +29,6 @@ using namespace mlir;
 using namespace mlir::attn;
 
 namespace {
-
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 /// exp(x - y) as exp2((x - y) * log2(e)), 0 where y is -inf (then x is too).
 Value weight(OpBuilder &b, Location loc, Value x, Value y) {

@@ -37,7 +37,7 @@ using namespace mlir::attn;
 namespace {
 
 Value negInfConstant(OpBuilder &b, Location loc) {
-  return f32Constant(b, loc, -std::numeric_limits<double>::infinity());
+  return f32Constant(b, loc, kNegInf);
 }
 
 struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {

@@ -23,8 +23,6 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
-#include <limits>
-
 namespace mlir::attn {
 #define GEN_PASS_DEF_SOFTMAXTOGPU
 #include "AttnDialect/Transforms/Passes.h.inc"
@@ -35,7 +33,6 @@ using namespace mlir::attn;
 
 namespace {
 
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 /// Vectors per thread that a row may have and stay in registers; the block
 /// size aims at this many.
 constexpr int64_t kResidentVectors = 2;

@@ -81,27 +81,15 @@ public:
     std::string error;
     if (kernels.empty()) {
       for (const Function &fn : bundle.functions)
-        for (const Launch &l : fn.launches) {
-          void *module, *kernel;
-          if (!cuda.loadModule(*bundle.binary(l.module), module, error) ||
-              !cuda.getFunction(module, l.kernel, kernel, error))
+        for (const Launch &l : fn.launches)
+          if (!cuda.loadKernel(bundle, l, kernels[&l], error))
             raise(error);
-          kernels[&l] = kernel;
-        }
     }
     nb::gil_scoped_release release;
     for (const Launch &l : f.launches) {
-      int64_t grid[3], block[3], shared = 0;
-      std::vector<Param> params;
-      for (int d = 0; d < 3; ++d)
-        if (!evaluateIndex(l.grid[d], args, grid[d], error) ||
-            !evaluateIndex(l.block[d], args, block[d], error))
-          raise(error);
-      void *kernel = kernels[&l];
-      if (!evaluateIndex(l.sharedMemoryBytes, args, shared, error) ||
-          !cuda.reserveSharedMemory(kernel, shared, error) ||
-          !l.params(args, params, error) ||
-          !cuda.launch(kernel, grid, block, shared, params, error))
+      PreparedLaunch prepared;
+      if (!cuda.prepare(l, kernels[&l], args, prepared, error) ||
+          !cuda.launch(prepared, error))
         raise(error);
     }
     if (!cuda.synchronize(error))

@@ -204,47 +204,29 @@ int main(int argc, char **argv) {
   }
 
   // Launch every kernel of the function, in order, on the inputs `set`.
-  struct Prepared {
-    void *function;
-    int64_t grid[3], block[3], sharedBytes = 0;
-    std::vector<Param> params;
-  };
   std::vector<void *> kernels;
   for (const Launch &launch : function->launches) {
-    void *module, *kernel;
-    if (!driver.loadModule(*bundle.binary(launch.module), module, error) ||
-        !driver.getFunction(module, launch.kernel, kernel, error))
+    void *kernel;
+    if (!driver.loadKernel(bundle, launch, kernel, error))
       fail(error);
     kernels.push_back(kernel);
   }
   auto prepare = [&](const std::vector<Argument> &set) {
-    std::vector<Prepared> launches;
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      const Launch *launch = &function->launches[i];
-      void *kernel = kernels[i];
-      Prepared p;
-      p.function = kernel;
-      for (int d = 0; d < 3; ++d)
-        if (!evaluateIndex(launch->grid[d], set, p.grid[d], error) ||
-            !evaluateIndex(launch->block[d], set, p.block[d], error))
-          fail(error);
-      if (!evaluateIndex(launch->sharedMemoryBytes, set, p.sharedBytes,
-                         error) ||
-          !driver.reserveSharedMemory(p.function, p.sharedBytes, error) ||
-          !launch->params(set, p.params, error))
+    std::vector<PreparedLaunch> launches(kernels.size());
+    for (size_t i = 0; i < kernels.size(); ++i)
+      if (!driver.prepare(function->launches[i], kernels[i], set, launches[i],
+                          error))
         fail(error);
-      launches.push_back(std::move(p));
-    }
     return launches;
   };
-  auto runAll = [&](const std::vector<Prepared> &launches, std::string &err) {
-    for (const Prepared &p : launches)
-      if (!driver.launch(p.function, p.grid, p.block, p.sharedBytes, p.params,
-                         err))
+  auto runAll = [&](const std::vector<PreparedLaunch> &launches,
+                    std::string &err) {
+    for (const PreparedLaunch &p : launches)
+      if (!driver.launch(p, err))
         return false;
     return true;
   };
-  std::vector<Prepared> checked = prepare(args);
+  std::vector<PreparedLaunch> checked = prepare(args);
   if (!runAll(checked, error) || !driver.synchronize(error))
     fail(error);
   for (size_t i = 3; i < numArgs; ++i)
@@ -359,7 +341,7 @@ int main(int argc, char **argv) {
       break; // time with the copies that fit
     sets.push_back(std::move(set));
   }
-  std::vector<std::vector<Prepared>> timedLaunches;
+  std::vector<std::vector<PreparedLaunch>> timedLaunches;
   for (const std::vector<Argument> &set : sets)
     timedLaunches.push_back(prepare(set));
   if (o.repeat > 0 && !runAll(timedLaunches.back(), error))
@@ -367,7 +349,7 @@ int main(int argc, char **argv) {
   std::vector<float> times;
   for (int r = 0; r < o.repeat; ++r) {
     float ms;
-    const std::vector<Prepared> &launches =
+    const std::vector<PreparedLaunch> &launches =
         timedLaunches[r % timedLaunches.size()];
     if (!driver.timeMs([&](std::string &err) { return runAll(launches, err); },
                        ms, error))

@@ -68,11 +68,8 @@ GpuTarget::create(ModuleOp module, func::FuncOp func,
   if (!target->function)
     return error("the kernel bundle has no function @" + func.getName());
   for (const Launch &launch : target->function->launches) {
-    void *kernelModule, *kernel;
-    if (!target->driver.loadModule(*target->bundle.binary(launch.module),
-                                   kernelModule, message) ||
-        !target->driver.getFunction(kernelModule, launch.kernel, kernel,
-                                    message))
+    void *kernel;
+    if (!target->driver.loadKernel(target->bundle, launch, kernel, message))
       return error(message);
     target->kernels.push_back(kernel);
   }
@@ -110,28 +107,14 @@ GpuTarget::run(std::vector<std::unique_ptr<HostTensor>> &buffers,
 
   // Every launch of the function, in order, with its sizes evaluated for
   // these arguments.
-  struct Prepared {
-    int64_t grid[3], block[3], sharedBytes = 0;
-    std::vector<Param> params;
-  };
-  std::vector<Prepared> prepared;
-  for (const Launch &launch : function->launches) {
-    Prepared p;
-    for (int d = 0; d < 3; ++d)
-      if (!evaluateIndex(launch.grid[d], args, p.grid[d], message) ||
-          !evaluateIndex(launch.block[d], args, p.block[d], message))
-        return failWith(message);
-    if (!evaluateIndex(launch.sharedMemoryBytes, args, p.sharedBytes,
-                       message) ||
-        !driver.reserveSharedMemory(kernels[prepared.size()], p.sharedBytes,
-                                    message) ||
-        !launch.params(args, p.params, message))
+  std::vector<PreparedLaunch> prepared(kernels.size());
+  for (auto [launch, kernel, p] :
+       llvm::zip_equal(function->launches, kernels, prepared))
+    if (!driver.prepare(launch, kernel, args, p, message))
       return failWith(message);
-    prepared.push_back(std::move(p));
-  }
   auto runAll = [&](std::string &err) {
-    for (auto [kernel, p] : llvm::zip_equal(kernels, prepared))
-      if (!driver.launch(kernel, p.grid, p.block, p.sharedBytes, p.params, err))
+    for (const PreparedLaunch &p : prepared)
+      if (!driver.launch(p, err))
         return false;
     return true;
   };
