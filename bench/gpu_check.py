@@ -134,12 +134,28 @@ def affine_eval(text, symbols):
     return expr()
 
 
+_workspace = []  # the runtime's zeroed workspace (kernels leave it zeroed)
+
+
+def reserve_workspace(nbytes):
+    """The zeroed workspace, grown to at least `nbytes` (attn.workspace)."""
+    if not _workspace or _workspace[0].numel() < nbytes:
+        torch.cuda.synchronize()
+        _workspace[:] = [torch.zeros(max(nbytes, 4), dtype=torch.uint8,
+                                     device="cuda")]
+    return _workspace[0]
+
+
 def evaluate(text, args):
     """A bundle expression: int, f32(x), %argN, dim(E, k), op(E, E),
-    affine(()[s0, ...] -> (expr), [E, ...])."""
+    affine(()[s0, ...] -> (expr), [E, ...]), sm_count, workspace."""
     text = text.strip()
     if re.fullmatch(r"-?\d+", text):
         return int(text)
+    if text == "sm_count":
+        return torch.cuda.get_device_properties(0).multi_processor_count
+    if text == "workspace":
+        return ("workspace",)
     m = re.fullmatch(r"f32\((.*)\)", text)
     if m:
         v = m.group(1)
@@ -191,6 +207,11 @@ def kernel_params(operands, args):
             params.append(ctypes.c_int64(v))
         elif v[0] == "f32":
             params.append(ctypes.c_float(v[1]))
+        elif v[0] == "workspace":  # memref<?xi32>
+            w = _workspace[0]
+            params += [ctypes.c_void_p(w.data_ptr()),
+                       ctypes.c_void_p(w.data_ptr()), ctypes.c_int64(0),
+                       ctypes.c_int64(w.numel() // 4), ctypes.c_int64(1)]
         else:  # a memref: its descriptor, field by field
             t = args[v[1]]
             params += [ctypes.c_void_p(t.data_ptr()),

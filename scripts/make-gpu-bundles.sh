@@ -32,10 +32,20 @@ done
 # Masks next to FlexAttention (bf16, D=128, as its anchors).
 make_bundle bench-bf16-d128-window1024 --dtype=bf16 --head-dim=128 --mask=sliding-window:1024
 make_bundle bench-bf16-d128-document512 --dtype=bf16 --head-dim=128 --mask=document
-# attn.softmax on [rows, N] (dynamic sizes), for bench/softmax_bench.py.
+# attn.softmax on [rows, N] (dynamic sizes), for bench/softmax_bench.py:
+# the pipeline's defaults, then variants with other attn-softmax-to-gpu
+# options (run before the pipeline, which then finds no softmax left):
+#   bash scripts/gpu-softmax.sh  measures them all.
+softmax_variants=("t1024:threads=1024" "t256:threads=256" "v4:vectors-per-thread=4"
+                  "t256v16:threads=256 vectors-per-thread=16")
 for dtype in f32 f16 bf16; do
   build/bin/attn-run --op=softmax --emit-variant --dtype=$dtype > "$out/softmax-$dtype.mlir"
   build/bin/attn-opt "$out/softmax-$dtype.mlir" --attn-lower-to-nvvm="chip=$chip" \
     --attn-write-kernel-bundle=prefix="$out/softmax-$dtype-" -o /dev/null
+  for v in "${softmax_variants[@]}"; do
+    build/bin/attn-opt "$out/softmax-$dtype.mlir" --attn-softmax-to-gpu="${v#*:}" \
+      --attn-lower-to-nvvm="chip=$chip" \
+      --attn-write-kernel-bundle=prefix="$out/softmax-${v%%:*}-$dtype-" -o /dev/null
+  done
 done
 ls "$out"

@@ -19,10 +19,20 @@
 namespace attn_runtime {
 
 /// A launch expression: an integer, an f32 constant, a function argument
-/// (%argN), dim(E, k), add/sub/mul/div/ceildiv/min/max(E, E), or an affine map over
-/// symbols applied to expressions.
+/// (%argN), dim(E, k), add/sub/mul/div/ceildiv/min/max(E, E), an affine map
+/// over symbols applied to expressions, the GPU's SM count (sm_count) or
+/// the runtime's workspace (workspace, a memref<?xi32> operand).
 struct Expr {
-  enum class Kind { Int, F32, Arg, Dim, Binary, Affine } kind = Kind::Int;
+  enum class Kind {
+    Int,
+    F32,
+    Arg,
+    Dim,
+    Binary,
+    Affine,
+    SmCount,
+    Workspace
+  } kind = Kind::Int;
   int64_t value = 0;  // Int; Arg: the argument number; Dim: the dim
   float f32 = 0;      // F32
   std::string op;     // Binary: add, sub, mul, div, ceildiv, min, max
@@ -49,10 +59,20 @@ struct Param {
   uint64_t pointer = 0;
 };
 
+/// What launch expressions may use besides the arguments: the GPU's SM
+/// count, and the workspace: a zeroed device buffer of `workspaceBytes`
+/// that kernels leave zeroed (see attn.workspace).
+struct Environment {
+  int64_t smCount = 0;
+  uint64_t workspace = 0;
+  int64_t workspaceBytes = 0;
+};
+
 /// Integer value of `expr` for `args`; false with `error` if it is not an
-/// integer or refers to something missing.
+/// integer or refers to something missing (sm_count without `environment`).
 bool evaluateIndex(const Expr &expr, const std::vector<Argument> &args,
-                   int64_t &value, std::string &error);
+                   int64_t &value, std::string &error,
+                   const Environment *environment = nullptr);
 
 struct Launch {
   std::string module, kernel;
@@ -60,12 +80,16 @@ struct Launch {
   /// Dynamic shared memory bytes per block ("shared_memory_bytes"; 0 when a
   /// bundle leaves it out).
   Expr sharedMemoryBytes;
+  /// Bytes of the workspace the launch needs ("workspace_bytes"; 0 when a
+  /// bundle leaves it out).
+  Expr workspaceBytes;
   std::vector<Expr> operands;
 
   /// The kernel parameters for `args`: memrefs expand to MLIR descriptors
   /// (allocated pointer, aligned pointer, offset, sizes, strides).
   bool params(const std::vector<Argument> &args, std::vector<Param> &out,
-              std::string &error) const;
+              std::string &error,
+              const Environment *environment = nullptr) const;
 };
 
 struct Function {

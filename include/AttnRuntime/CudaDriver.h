@@ -40,6 +40,8 @@ public:
 
   /// "sm_90" for the current device.
   std::string chip() const { return chip_; }
+  /// The current device's streaming multiprocessors.
+  int64_t smCount() const { return smCount_; }
 
   /// Loads a PTX or cubin image; a PTX that the driver cannot JIT (for
   /// instance, built for a newer architecture) fails with the JIT log.
@@ -56,8 +58,15 @@ public:
   /// Loads the kernel of `launch` from its binary in `bundle`.
   bool loadKernel(const Bundle &bundle, const Launch &launch, void *&kernel,
                   std::string &error);
-  /// Evaluates `launch` for `args` (grid, block, shared memory, parameters)
-  /// and reserves its shared memory for `kernel`.
+  /// Grows the workspace (see attn.workspace) to at least `bytes`, zeroed.
+  /// Kernels leave it zeroed, so it is cleared only when it grows; launches
+  /// through one driver share it and must run one after another (they do:
+  /// all go to the default stream).
+  bool reserveWorkspace(int64_t bytes, std::string &error);
+  /// Evaluates `launch` for `args` (grid, block, shared memory, workspace,
+  /// parameters) and reserves its shared memory for `kernel` and its
+  /// workspace. A prepared launch holds the workspace's address: prepare
+  /// again after another launch grew it.
   bool prepare(const Launch &launch, void *kernel,
                const std::vector<Argument> &args, PreparedLaunch &prepared,
                std::string &error);
@@ -84,6 +93,9 @@ private:
   void *library = nullptr;
   void *context = nullptr;
   int maxSharedBytes = 48 * 1024;
+  int smCount_ = 0;
+  uint64_t workspace_ = 0;
+  int64_t workspaceBytes_ = 0;
   std::string chip_;
   struct Api;
   Api *api = nullptr;

@@ -496,3 +496,17 @@ LogicalResult BlockMaskFieldOp::verify() {
 
 #define GET_OP_CLASSES
 #include "AttnDialect/IR/AttnOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// WorkspaceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WorkspaceOp::verify() {
+  MemRefType type = getBuffer().getType();
+  if (!type.isDynamicDim(0) || !type.getLayout().isIdentity() ||
+      type.getMemorySpace())
+    return emitOpError() << "must be a memref<?xi32> in the default memory "
+                            "space (its size is `words`), got "
+                         << type;
+  return success();
+}

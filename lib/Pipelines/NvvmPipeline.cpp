@@ -83,7 +83,8 @@ LogicalResult mlir::attn::buildNvvmPipeline(
       llvm::formatv("nvvm-attach-target{{chip={0} O=3},"
                     "gpu.module(expand-strided-metadata,lower-affine,"
                     "convert-scf-to-cf,attn-approx-math-to-nvvm,"
-                    "convert-gpu-to-nvvm,convert-nvvm-to-llvm,canonicalize,"
+                    "convert-gpu-to-nvvm,attn-extern-dynamic-shared-memory,"
+                    "convert-nvvm-to-llvm,canonicalize,"
                     "cse,reconcile-unrealized-casts)",
                     options.chip.getValue()),
       llvm::formatv("gpu-module-to-binary{{format={0}}",

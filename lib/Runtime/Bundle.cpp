@@ -185,6 +185,10 @@ bool Expr::parse(const std::string &raw, Expr &expr, std::string &error) {
       expr.f32 = std::strtof(inner.c_str(), nullptr);
     return true;
   }
+  if (text == "sm_count" || text == "workspace") {
+    expr.kind = text == "sm_count" ? Kind::SmCount : Kind::Workspace;
+    return true;
+  }
   if (text.size() > 4 && text.compare(0, 4, "%arg") == 0 &&
       isInteger(text.substr(4))) {
     expr.kind = Kind::Arg;
@@ -259,13 +263,23 @@ bool Expr::parse(const std::string &raw, Expr &expr, std::string &error) {
 
 bool attn_runtime::evaluateIndex(const Expr &expr,
                                  const std::vector<Argument> &args,
-                                 int64_t &value, std::string &error) {
+                                 int64_t &value, std::string &error,
+                                 const Environment *environment) {
   switch (expr.kind) {
   case Expr::Kind::Int:
     value = expr.value;
     return true;
+  case Expr::Kind::SmCount:
+    if (!environment || environment->smCount <= 0) {
+      error = "the launch needs the GPU's SM count (sm_count), which only "
+              "a GPU runtime knows";
+      return false;
+    }
+    value = environment->smCount;
+    return true;
   case Expr::Kind::F32:
   case Expr::Kind::Arg:
+  case Expr::Kind::Workspace:
     error = "expected an index expression, got a value";
     return false;
   case Expr::Kind::Dim: {
@@ -287,8 +301,8 @@ bool attn_runtime::evaluateIndex(const Expr &expr,
   }
   case Expr::Kind::Binary: {
     int64_t a, b;
-    if (!evaluateIndex(expr.operands[0], args, a, error) ||
-        !evaluateIndex(expr.operands[1], args, b, error))
+    if (!evaluateIndex(expr.operands[0], args, a, error, environment) ||
+        !evaluateIndex(expr.operands[1], args, b, error, environment))
       return false;
     if ((expr.op == "div" || expr.op == "ceildiv") && b == 0) {
       error = "division by zero in a launch expression";
@@ -307,7 +321,7 @@ bool attn_runtime::evaluateIndex(const Expr &expr,
     std::vector<int64_t> values;
     for (const Expr &operand : expr.operands) {
       values.emplace_back();
-      if (!evaluateIndex(operand, args, values.back(), error))
+      if (!evaluateIndex(operand, args, values.back(), error, environment))
         return false;
     }
     if (!AffineEvaluator(expr.affine, expr.symbols, values).evaluate(value)) {
@@ -321,10 +335,43 @@ bool attn_runtime::evaluateIndex(const Expr &expr,
 }
 
 bool Launch::params(const std::vector<Argument> &args, std::vector<Param> &out,
-                    std::string &error) const {
+                    std::string &error,
+                    const Environment *environment) const {
   out.clear();
+  auto pushMemRef = [&](uint64_t address, const std::vector<int64_t> &shape) {
+    // A dense row-major memref: allocated and aligned pointer, offset 0,
+    // sizes, strides.
+    Param ptr;
+    ptr.kind = Param::Kind::Pointer;
+    ptr.pointer = address;
+    out.push_back(ptr);
+    out.push_back(ptr);
+    out.push_back(Param{});
+    for (int64_t size : shape) {
+      Param s;
+      s.i64 = size;
+      out.push_back(s);
+    }
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (size_t d = shape.size(); d-- > 1;)
+      strides[d - 1] = strides[d] * shape[d];
+    for (int64_t stride : strides) {
+      Param s;
+      s.i64 = stride;
+      out.push_back(s);
+    }
+  };
   for (const Expr &operand : operands) {
     Param p;
+    if (operand.kind == Expr::Kind::Workspace) {
+      if (!environment || !environment->workspace) {
+        error = "the kernel needs the runtime's workspace, which was not "
+                "allocated";
+        return false;
+      }
+      pushMemRef(environment->workspace, {environment->workspaceBytes / 4});
+      continue;
+    }
     if (operand.kind == Expr::Kind::F32) {
       p.kind = Param::Kind::F32;
       p.f32 = operand.f32;
@@ -332,7 +379,7 @@ bool Launch::params(const std::vector<Argument> &args, std::vector<Param> &out,
       continue;
     }
     if (operand.kind != Expr::Kind::Arg) {
-      if (!evaluateIndex(operand, args, p.i64, error))
+      if (!evaluateIndex(operand, args, p.i64, error, environment))
         return false;
       out.push_back(p);
       continue;
@@ -343,28 +390,8 @@ bool Launch::params(const std::vector<Argument> &args, std::vector<Param> &out,
               ", but only " + std::to_string(args.size()) + " were given";
       return false;
     }
-    // A dense row-major memref: allocated and aligned pointer, offset 0,
-    // sizes, strides.
     const Argument &arg = args[operand.value];
-    Param ptr;
-    ptr.kind = Param::Kind::Pointer;
-    ptr.pointer = arg.address;
-    out.push_back(ptr);
-    out.push_back(ptr);
-    out.push_back(Param{});
-    for (int64_t size : arg.shape) {
-      Param s;
-      s.i64 = size;
-      out.push_back(s);
-    }
-    std::vector<int64_t> strides(arg.shape.size(), 1);
-    for (size_t d = arg.shape.size(); d-- > 1;)
-      strides[d - 1] = strides[d] * arg.shape[d];
-    for (int64_t stride : strides) {
-      Param s;
-      s.i64 = stride;
-      out.push_back(s);
-    }
+    pushMemRef(arg.address, arg.shape);
   }
   return true;
 }
@@ -481,7 +508,10 @@ bool Bundle::load(const std::string &jsonPath, Bundle &bundle,
         return fail("launch of '" + *kernel + "': " + error);
       const std::string zero = "0";
       const std::string *shared = stringMember(l, "shared_memory_bytes");
+      const std::string *workspace = stringMember(l, "workspace_bytes");
       if (!Expr::parse(shared ? *shared : zero, launch.sharedMemoryBytes,
+                       error) ||
+          !Expr::parse(workspace ? *workspace : zero, launch.workspaceBytes,
                        error))
         return fail("launch of '" + *kernel + "': " + error);
       for (const JsonValue &o : operands->array) {

@@ -24,6 +24,7 @@ struct CudaDriver::Api {
   int (*cuCtxSynchronize)();
   int (*cuMemAlloc)(uint64_t *, size_t);
   int (*cuMemFree)(uint64_t);
+  int (*cuMemsetD8)(uint64_t, unsigned char, size_t);
   int (*cuMemcpyHtoD)(uint64_t, const void *, size_t);
   int (*cuMemcpyDtoH)(void *, uint64_t, size_t);
   int (*cuEventCreate)(void **, unsigned);
@@ -34,6 +35,8 @@ struct CudaDriver::Api {
 };
 
 CudaDriver::~CudaDriver() {
+  if (workspace_)
+    free(workspace_);
   delete api;
   if (library)
     dlclose(library);
@@ -80,6 +83,7 @@ bool CudaDriver::open(std::string &error) {
   load(api->cuCtxSynchronize, "cuCtxSynchronize");
   load(api->cuMemAlloc, "cuMemAlloc_v2");
   load(api->cuMemFree, "cuMemFree_v2");
+  load(api->cuMemsetD8, "cuMemsetD8_v2");
   load(api->cuMemcpyHtoD, "cuMemcpyHtoD_v2");
   load(api->cuMemcpyDtoH, "cuMemcpyDtoH_v2");
   load(api->cuEventCreate, "cuEventCreate");
@@ -100,6 +104,9 @@ bool CudaDriver::open(std::string &error) {
              "cuDeviceGetAttribute", error) ||
       // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
       !check(api->cuDeviceGetAttribute(&maxSharedBytes, 97, device),
+             "cuDeviceGetAttribute", error) ||
+      // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+      !check(api->cuDeviceGetAttribute(&smCount_, 16, device),
              "cuDeviceGetAttribute", error) ||
       !check(api->cuDevicePrimaryCtxRetain(&context, device),
              "cuDevicePrimaryCtxRetain", error) ||
@@ -196,18 +203,49 @@ bool CudaDriver::loadKernel(const Bundle &bundle, const Launch &launch,
          getFunction(module, launch.kernel, kernel, error);
 }
 
+bool CudaDriver::reserveWorkspace(int64_t bytes, std::string &error) {
+  if (bytes <= workspaceBytes_)
+    return true;
+  // Kernels in flight may use the old workspace.
+  if (workspace_ && (!synchronize(error) || !free(workspace_))) {
+    error = "cannot free the old workspace: " + error;
+    return false;
+  }
+  workspace_ = 0;
+  workspaceBytes_ = 0;
+  if (!allocate(bytes, workspace_, error) ||
+      !check(api->cuMemsetD8(workspace_, 0, bytes), "cuMemsetD8", error)) {
+    error = "cannot allocate a workspace of " + std::to_string(bytes) +
+            " bytes: " + error;
+    return false;
+  }
+  workspaceBytes_ = bytes;
+  return true;
+}
+
 bool CudaDriver::prepare(const Launch &launch, void *kernel,
                          const std::vector<Argument> &args,
                          PreparedLaunch &prepared, std::string &error) {
   prepared.kernel = kernel;
+  Environment environment;
+  environment.smCount = smCount_;
+  int64_t workspaceBytes = 0;
+  if (!evaluateIndex(launch.workspaceBytes, args, workspaceBytes, error,
+                     &environment) ||
+      !reserveWorkspace(workspaceBytes, error))
+    return false;
+  environment.workspace = workspace_;
+  environment.workspaceBytes = workspaceBytes_;
   for (int d = 0; d < 3; ++d)
-    if (!evaluateIndex(launch.grid[d], args, prepared.grid[d], error) ||
-        !evaluateIndex(launch.block[d], args, prepared.block[d], error))
+    if (!evaluateIndex(launch.grid[d], args, prepared.grid[d], error,
+                       &environment) ||
+        !evaluateIndex(launch.block[d], args, prepared.block[d], error,
+                       &environment))
       return false;
   return evaluateIndex(launch.sharedMemoryBytes, args, prepared.sharedBytes,
-                       error) &&
+                       error, &environment) &&
          reserveSharedMemory(kernel, prepared.sharedBytes, error) &&
-         launch.params(args, prepared.params, error);
+         launch.params(args, prepared.params, error, &environment);
 }
 
 bool CudaDriver::synchronize(std::string &error) {

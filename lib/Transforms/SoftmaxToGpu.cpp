@@ -1,14 +1,15 @@
 //===- SoftmaxToGpu.cpp - attn.softmax as a GPU kernel --------------------===//
 //
-// One thread block per row of a [M, N] softmax (N any length): the block's
-// threads stride through the row with 16-byte vector loads (scalar ones when
-// N is not a multiple of the vector width, so a row may start unaligned),
-// keeping an online (max, sum) each; two block-wide reductions
-// (gpu.all_reduce, warp shuffles) merge them; exp2((x - max) * log2(e)) / sum
-// is written with 16-byte stores. Rows of at most two vectors per thread
-// (the block is sized for that, up to `threads` threads) stay in registers and
-// are read once; longer rows are swept twice, the second read hitting L2
-// when the resident blocks' rows fit there. Rows that are all -inf give 0.
+// A memory-bound kernel reaches copy speed only if it reads every element
+// once and keeps enough bytes in flight on every SM. So a block copies a
+// tile of its row into shared memory with cp.async (16-byte copies that
+// need no registers: many blocks fit on an SM, and their loads are all in
+// flight at once), reduces it from there and writes it from there. A row
+// that fits one tile is one block; a longer row is split across up to one
+// block per SM, which exchange their (max, sum) through a workspace in
+// global memory and each write the tile they still hold. Rows longer than
+// that give each block a slice of several tiles, swept twice from global
+// memory. See the pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,8 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -33,40 +36,53 @@ using namespace mlir::attn;
 
 namespace {
 
-/// Vectors per thread that a row may have and stay in registers; the block
-/// size aims at this many.
-constexpr int64_t kResidentVectors = 2;
+/// Workspace layout, in 32-bit words: the ticket counter, the count of
+/// blocks that finished, then per row an arrival and a departure counter,
+/// then per (row, split) the split's (max, sum) as f32 bits.
+constexpr int64_t kTicketWord = 0;
+constexpr int64_t kFinishedWord = 1;
+constexpr int64_t kCounterWords = 2;
 
-/// Builds the kernel body for one row with vectors of `width` elements.
-struct RowKernel {
+/// Index arithmetic with less noise.
+struct IndexBuilder {
   OpBuilder &b;
   Location loc;
-  Value in, out, row, n, tid, threads;
-  int64_t width;
 
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value f32(double v) { return f32Constant(b, loc, v); }
-
-  /// The `width` elements at column `c`, widened to f32.
-  SmallVector<Value> load(Value c) {
-    Type element = cast<MemRefType>(in.getType()).getElementType();
-    SmallVector<Value> xs;
-    if (width == 1) {
-      xs.push_back(memref::LoadOp::create(b, loc, in, ValueRange{row, c}));
-    } else {
-      Value v = vector::LoadOp::create(
-          b, loc, VectorType::get({width}, element), in, ValueRange{row, c},
-          /*nontemporal=*/false, llvm::Align(16));
-      for (int64_t i = 0; i < width; ++i)
-        xs.push_back(vector::ExtractOp::create(b, loc, v, i));
-    }
-    for (Value &x : xs)
-      if (!x.getType().isF32())
-        x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
-    return xs;
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value rem(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
+  Value ceilDiv(Value x, Value y) {
+    return arith::CeilDivUIOp::create(b, loc, x, y);
   }
+  Value min(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return arith::MaxUIOp::create(b, loc, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+};
 
-  /// exp(x - m) as exp2((x - m) * log2(e)); 0 where x is -inf.
+/// Builds the kernel body: the values are the kernel's view of the launch.
+struct SoftmaxKernel : IndexBuilder {
+  Value in, out;    // the [rows * N] buffers, flattened
+  Value workspace;  // memref<?xi32>
+  Value ticketSlot; // memref<1xi32, workgroup>: broadcasts the ticket
+  Value stage;      // memref<?xT, workgroup>: the block's tile
+  Value rows, n, tid, threads, blocks, splits, sliceTiles;
+  int64_t width, vectors; // elements per vector, vectors per thread
+  // Set by `locate`: the block's row as a flat range, its slice, and
+  // whether whole vectors may be read (the input is 16-byte aligned) and
+  // written (the output too).
+  Value row, split, rowStart, rowEnd, sliceStart, vectorIn, vectorOut;
+
+  Value f32(double v) { return f32Constant(b, loc, v); }
+  Value tile() { return mul(threads, c(vectors * width)); }
+
+  /// exp(x - m) as exp2((x - m) * log2(e)); 0 where x is -inf (also when m
+  /// is: a row of -inf).
   Value expMinus(Value x, Value m) {
     Value e = math::Exp2Op::create(
         b, loc,
@@ -77,122 +93,482 @@ struct RowKernel {
     return arith::SelectOp::create(b, loc, masked, f32(0), e);
   }
 
-  /// The block-wide max and 1 / sum, from this thread's (max, sum).
-  std::pair<Value, Value> reduce(Value m, Value l) {
+  /// (max, sum) merged with another (max, sum).
+  std::pair<Value, Value> merge(Value m, Value l, Value m2, Value l2) {
+    Value newMax = arith::MaximumFOp::create(b, loc, m, m2);
+    Value sum = arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, l, expMinus(m, newMax)),
+        arith::MulFOp::create(b, loc, l2, expMinus(m2, newMax)));
+    return {newMax, sum};
+  }
+
+  /// Emits `body` in an scf.if on `condition` (no results).
+  void onlyIf(Value condition, llvm::function_ref<void()> body) {
+    auto op = scf::IfOp::create(b, loc, condition, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(op.thenBlock()->getTerminator());
+    body();
+  }
+
+  /// An scf.if yielding `types` from `then` and `otherwise`.
+  ValueRange select(Value condition, TypeRange types,
+                    llvm::function_ref<SmallVector<Value>()> then,
+                    llvm::function_ref<SmallVector<Value>()> otherwise) {
+    auto op = scf::IfOp::create(b, loc, types, condition,
+                                /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    scf::YieldOp::create(b, loc, then());
+    b.setInsertionPointToStart(op.elseBlock());
+    scf::YieldOp::create(b, loc, otherwise());
+    return op.getResults();
+  }
+
+  Value isThreadZero() { return cmp(arith::CmpIPredicate::eq, tid, c(0)); }
+
+  /// Elements of a buffer's address, modulo the vector width.
+  Value phase(Value buffer) {
+    Type element = cast<MemRefType>(buffer.getType()).getElementType();
+    Value address = memref::ExtractAlignedPointerAsIndexOp::create(
+        b, loc, b.getIndexType(), buffer);
+    return rem(div(address, c(element.getIntOrFloatBitWidth() / 8)),
+               c(width));
+  }
+
+  /// The block's (row, split) and the flat ranges they cover. Split rows
+  /// take a ticket in the order blocks start, so the blocks a block waits
+  /// for (its row's other splits) have taken theirs and are running.
+  void locate(Value blockId) {
+    Value single = cmp(arith::CmpIPredicate::eq, splits, c(1));
+    ValueRange place = select(
+        single, {b.getIndexType(), b.getIndexType()},
+        [&]() -> SmallVector<Value> { return {blockId, c(0)}; },
+        [&]() -> SmallVector<Value> {
+          onlyIf(isThreadZero(), [&] {
+            Value ticket = atomicAdd(c(kTicketWord), LLVM::AtomicOrdering::monotonic);
+            memref::StoreOp::create(b, loc, ticket, ticketSlot, c(0));
+          });
+          gpu::BarrierOp::create(b, loc);
+          Value ticket = arith::IndexCastOp::create(
+              b, loc, b.getIndexType(),
+              memref::LoadOp::create(b, loc, ticketSlot, c(0)));
+          return {div(ticket, splits), rem(ticket, splits)};
+        });
+    row = place[0];
+    split = place[1];
+    rowStart = mul(row, n);
+    rowEnd = add(rowStart, n);
+    // Vectors are aligned to 16 bytes: the row's first vector starts up to
+    // width - 1 elements before the row (N not a multiple of the width).
+    // A buffer that is not 16-byte aligned (a view into another) is read or
+    // written element by element, its vectors starting at the row's start.
+    Value zero = c(0);
+    vectorIn = cmp(arith::CmpIPredicate::eq, phase(in), zero);
+    vectorOut =
+        both(vectorIn, cmp(arith::CmpIPredicate::eq, phase(out), zero));
+    Value head = arith::SelectOp::create(b, loc, vectorIn,
+                                         rem(rowStart, c(width)), zero);
+    sliceStart = add(sub(rowStart, head), mul(split, mul(sliceTiles, tile())));
+  }
+
+  /// Whether [p, p + width) lies in the row, as one aligned input vector.
+  Value whole(Value p) {
+    return both(vectorIn,
+                both(cmp(arith::CmpIPredicate::sge, p, rowStart),
+                     cmp(arith::CmpIPredicate::sle, add(p, c(width)), rowEnd)));
+  }
+  /// Whether [p, p + width) has elements of the row.
+  Value touches(Value p) {
+    return both(
+        cmp(arith::CmpIPredicate::sgt, add(p, c(width)), rowStart),
+        cmp(arith::CmpIPredicate::slt, p, rowEnd));
+  }
+  Value insideRow(Value p) {
+    return both(cmp(arith::CmpIPredicate::sge, p, rowStart),
+                cmp(arith::CmpIPredicate::slt, p, rowEnd));
+  }
+
+  /// The vector at flat position `p` as f32, -inf outside the row: one
+  /// 16-byte load inside, element loads where it straddles an end. `buffer`
+  /// holds the row from flat position `origin` on: the input (origin 0) or
+  /// the staged tile.
+  SmallVector<Value> read(Value p, Value buffer, Value origin) {
+    Type element = cast<MemRefType>(buffer.getType()).getElementType();
+    auto widen = [&](Value x) -> Value {
+      return x.getType().isF32()
+                 ? x
+                 : arith::ExtFOp::create(b, loc, b.getF32Type(), x).getResult();
+    };
+    Value at = sub(p, origin);
+    SmallVector<Type> types(width, b.getF32Type());
+    ValueRange xs = select(
+        whole(p), types,
+        [&] {
+          Value v = vector::LoadOp::create(
+              b, loc, VectorType::get({width}, element), buffer,
+              ValueRange{at}, /*nontemporal=*/false, llvm::Align(16));
+          SmallVector<Value> xs;
+          for (int64_t i = 0; i < width; ++i)
+            xs.push_back(widen(vector::ExtractOp::create(b, loc, v, i)));
+          return xs;
+        },
+        [&] {
+          return llvm::to_vector(select(
+              touches(p), types,
+              [&] {
+                SmallVector<Value> xs;
+                for (int64_t i = 0; i < width; ++i) {
+                  Value inside = insideRow(add(p, c(i)));
+                  xs.push_back(select(
+                      inside, b.getF32Type(),
+                      [&]() -> SmallVector<Value> {
+                        return {widen(memref::LoadOp::create(
+                            b, loc, buffer, add(at, c(i))))};
+                      },
+                      [&]() -> SmallVector<Value> { return {f32(kNegInf)}; })[0]);
+                }
+                return xs;
+              },
+              [&] { return SmallVector<Value>(width, f32(kNegInf)); }));
+        });
+    return llvm::to_vector(xs);
+  }
+  SmallVector<Value> load(Value p) { return read(p, in, c(0)); }
+
+  /// A pointer to element `index` of `buffer` in LLVM address space
+  /// `space` (1 global, 3 shared), for cp.async.
+  Value pointer(Value buffer, Value index, unsigned space) {
+    Type element = cast<MemRefType>(buffer.getType()).getElementType();
+    Value address = add(memref::ExtractAlignedPointerAsIndexOp::create(
+                            b, loc, b.getIndexType(), buffer),
+                        mul(index, c(element.getIntOrFloatBitWidth() / 8)));
+    return LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), space),
+        arith::IndexCastOp::create(b, loc, b.getI64Type(), address)
+            .getResult());
+  }
+
+  /// Copies this thread's vectors of the tile at `tileStart` into `stage`:
+  /// cp.async for whole vectors (no registers held while they are in
+  /// flight), element copies where a vector straddles an end of the row.
+  /// Each thread later reads only what it copied, so waiting for its own
+  /// copies is enough.
+  void copyTile(Value tileStart) {
+    for (int64_t k = 0; k < vectors; ++k) {
+      Value p = position(tileStart, k);
+      Value at = sub(p, tileStart);
+      auto op = scf::IfOp::create(b, loc, whole(p), /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(op.thenBlock()->getTerminator());
+      NVVM::CpAsyncOp::create(
+          b, loc, pointer(stage, at, 3), pointer(in, p, 1),
+          b.getI32IntegerAttr(16),
+          NVVM::LoadCacheModifierKindAttr::get(b.getContext(),
+                                               NVVM::LoadCacheModifierKind::CG),
+          /*cpSize=*/Value());
+      b.setInsertionPoint(op.elseBlock()->getTerminator());
+      onlyIf(touches(p), [&] {
+        for (int64_t i = 0; i < width; ++i) {
+          Value q = add(p, c(i));
+          onlyIf(insideRow(q), [&] {
+            memref::StoreOp::create(b, loc,
+                                    memref::LoadOp::create(b, loc, in, q),
+                                    stage, add(at, c(i)));
+          });
+        }
+      });
+    }
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  }
+
+  /// Writes softmax values `ys` (f32) of the vector at `p`: one 16-byte
+  /// store when it lies in the row and the output is aligned like the
+  /// input, element stores otherwise.
+  void store(Value p, ArrayRef<Value> ys) {
+    Type element = cast<MemRefType>(out.getType()).getElementType();
+    SmallVector<Value> narrow;
+    for (Value y : ys)
+      narrow.push_back(element.isF32()
+                           ? y
+                           : arith::TruncFOp::create(b, loc, element, y));
+    auto op = scf::IfOp::create(b, loc, both(whole(p), vectorOut),
+                                /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(op.thenBlock()->getTerminator());
+    Value v = vector::FromElementsOp::create(
+        b, loc, VectorType::get({width}, element), narrow);
+    vector::StoreOp::create(b, loc, v, out, ValueRange{p},
+                            /*nontemporal=*/false, llvm::Align(16));
+    b.setInsertionPoint(op.elseBlock()->getTerminator());
+    for (int64_t i = 0; i < width; ++i) {
+      Value q = add(p, c(i));
+      onlyIf(insideRow(q),
+             [&] { memref::StoreOp::create(b, loc, narrow[i], out, q); });
+    }
+  }
+
+  /// Flat position of this thread's vector `k` from `tileStart` on:
+  /// consecutive threads take consecutive vectors (coalesced).
+  Value position(Value tileStart, Value k) {
+    return add(tileStart, mul(add(mul(k, threads), tid), c(width)));
+  }
+  Value position(Value tileStart, int64_t k) {
+    return position(tileStart, c(k));
+  }
+
+  /// The row's max and sum over the block, from each thread's.
+  std::pair<Value, Value> blockReduce(Value m, Value l) {
+    MLIRContext *ctx = b.getContext();
     Value rowMax = gpu::AllReduceOp::create(
         b, loc, m,
-        gpu::AllReduceOperationAttr::get(b.getContext(),
+        gpu::AllReduceOperationAttr::get(ctx,
                                          gpu::AllReduceOperation::MAXIMUMF),
         b.getUnitAttr());
-    Value scaled = arith::MulFOp::create(b, loc, l, expMinus(m, rowMax));
     Value rowSum = gpu::AllReduceOp::create(
-        b, loc, scaled,
-        gpu::AllReduceOperationAttr::get(b.getContext(),
-                                         gpu::AllReduceOperation::ADD),
+        b, loc, arith::MulFOp::create(b, loc, l, expMinus(m, rowMax)),
+        gpu::AllReduceOperationAttr::get(ctx, gpu::AllReduceOperation::ADD),
         b.getUnitAttr());
-    Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                           rowSum, f32(0));
-    Value inverse = arith::SelectOp::create(
-        b, loc, positive, arith::DivFOp::create(b, loc, f32(1), rowSum),
-        f32(0));
-    return {rowMax, inverse};
+    return {rowMax, rowSum};
   }
 
-  /// Writes the probabilities of `xs` (f32) at column `c`, rounded to the
-  /// output type.
-  void store(Value c, ArrayRef<Value> xs, Value rowMax, Value inverse) {
-    Type outElement = cast<MemRefType>(out.getType()).getElementType();
-    SmallVector<Value> ys;
-    for (Value x : xs) {
-      Value y = arith::MulFOp::create(b, loc, expMinus(x, rowMax), inverse);
-      if (!outElement.isF32())
-        y = arith::TruncFOp::create(b, loc, outElement, y);
-      ys.push_back(y);
-    }
-    if (width == 1) {
-      memref::StoreOp::create(b, loc, ys[0], out, ValueRange{row, c});
-      return;
-    }
-    auto type = VectorType::get({width}, outElement);
-    Value v = vector::FromElementsOp::create(b, loc, type, ys);
-    vector::StoreOp::create(b, loc, v, out, ValueRange{row, c},
-                            /*nontemporal=*/false, llvm::Align(16));
+  /// A pointer to workspace word `word`, for atomics.
+  Value wordPointer(Value word) {
+    auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+    Value address = memref::ExtractAlignedPointerAsIndexOp::create(
+        b, loc, b.getIndexType(), workspace);
+    Value base = LLVM::IntToPtrOp::create(
+        b, loc, ptrType,
+        arith::IndexCastOp::create(b, loc, b.getI64Type(), address)
+            .getResult());
+    return LLVM::GEPOp::create(
+        b, loc, ptrType, b.getI32Type(), base,
+        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), word)});
   }
 
-  /// Rows of at most `vectors` vectors per thread: read once, kept in
-  /// registers between the reduction and the write.
-  void buildResident(int64_t vectors) {
-    Value start = arith::MulIOp::create(b, loc, tid, index(width));
-    Value step = arith::MulIOp::create(b, loc, threads, index(width));
-    SmallVector<Value> columns, inRange;
-    SmallVector<SmallVector<Value>> chunks;
-    Value m = f32(kNegInf);
-    for (int64_t j = 0; j < vectors; ++j) {
-      Value c = arith::AddIOp::create(
-          b, loc, start, arith::MulIOp::create(b, loc, step, index(j)));
-      Value inside =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c, n);
-      SmallVector<Type> types(width, b.getF32Type());
-      auto loaded = scf::IfOp::create(b, loc, types, inside,
-                                      /*withElseRegion=*/true);
+  /// Adds 1 to a workspace word at GPU scope; the old value.
+  Value atomicAdd(Value word, LLVM::AtomicOrdering ordering) {
+    Value one = arith::ConstantIntOp::create(b, loc, 1, 32);
+    return LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add,
+                                     wordPointer(word), one, ordering,
+                                     "device");
+  }
+
+  void storeWord(Value word, Value value) {
+    memref::StoreOp::create(b, loc, value, workspace, word);
+  }
+
+  /// The row's (max, sum) from every split's: publish this block's, wait
+  /// until the row's blocks have all published, merge theirs.
+  std::pair<Value, Value> mergeSplits(Value m, Value l) {
+    Value arrived = add(c(kCounterWords), row);
+    Value departed = add(add(c(kCounterWords), rows), row);
+    Value partials = add(c(kCounterWords), mul(rows, c(2)));
+    auto partial = [&](Value s) {
+      return add(partials, mul(add(mul(row, splits), s), c(2)));
+    };
+    Value expected = arith::IndexCastOp::create(b, loc, b.getI32Type(), splits);
+    onlyIf(isThreadZero(), [&] {
+      Value slot = partial(split);
+      storeWord(slot, arith::BitcastOp::create(b, loc, b.getI32Type(), m));
+      storeWord(add(slot, c(1)),
+                arith::BitcastOp::create(b, loc, b.getI32Type(), l));
+      // The partial is visible before the arrival counts. (Explicit fences:
+      // NVPTX emits orderings of atomicrmw as relaxed atoms.)
+      LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release, "device");
+      atomicAdd(arrived, LLVM::AtomicOrdering::monotonic);
+      Value pointer = wordPointer(arrived);
+      auto wait = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
       {
         OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(loaded.thenBlock());
-        scf::YieldOp::create(b, loc, load(c));
-        b.setInsertionPointToStart(loaded.elseBlock());
-        scf::YieldOp::create(b, loc, SmallVector<Value>(width, f32(kNegInf)));
+        b.createBlock(&wait.getBefore());
+        Value count = LLVM::LoadOp::create(
+            b, loc, b.getI32Type(), pointer, /*alignment=*/4,
+            /*isVolatile=*/false, /*isNonTemporal=*/false,
+            /*isInvariant=*/false, /*isInvariantGroup=*/false,
+            LLVM::AtomicOrdering::acquire, "device");
+        scf::ConditionOp::create(
+            b, loc, cmp(arith::CmpIPredicate::ult, count, expected),
+            ValueRange{});
+        b.createBlock(&wait.getAfter());
+        NVVM::NanosleepOp::create(
+            b, loc, arith::ConstantIntOp::create(b, loc, 32, 32));
+        scf::YieldOp::create(b, loc);
       }
-      columns.push_back(c);
-      inRange.push_back(inside);
-      chunks.emplace_back(loaded.getResults().begin(),
-                          loaded.getResults().end());
-      for (Value x : chunks.back())
-        m = arith::MaximumFOp::create(b, loc, m, x);
+      LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::acquire, "device");
+    });
+    gpu::BarrierOp::create(b, loc);
+    // Each thread merges every threads-th partial, then the block merges.
+    auto gather = scf::ForOp::create(b, loc, tid, splits, threads,
+                                     ValueRange{f32(kNegInf), f32(0)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(gather.getBody());
+      Value slot = partial(gather.getInductionVar());
+      auto word = [&](Value w) {
+        return arith::BitcastOp::create(
+            b, loc, b.getF32Type(),
+            memref::LoadOp::create(b, loc, workspace, w));
+      };
+      auto [mm, ll] = merge(gather.getRegionIterArgs()[0],
+                            gather.getRegionIterArgs()[1], word(slot),
+                            word(add(slot, c(1))));
+      scf::YieldOp::create(b, loc, ValueRange{mm, ll});
     }
-    Value l = f32(0);
-    for (ArrayRef<Value> xs : chunks)
-      for (Value x : xs)
-        l = arith::AddFOp::create(b, loc, l, expMinus(x, m));
-    auto [rowMax, inverse] = reduce(m, l);
-    for (auto [c, inside, xs] : llvm::zip_equal(columns, inRange, chunks)) {
-      auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard insertion(b);
-      b.setInsertionPoint(guard.thenBlock()->getTerminator());
-      store(c, xs, rowMax, inverse);
-    }
+    auto total = blockReduce(gather.getResult(0), gather.getResult(1));
+    // The reductions' barriers order every thread's reads before this: the
+    // last block of the row to leave resets the row's counters.
+    onlyIf(isThreadZero(), [&] {
+      Value left = atomicAdd(departed, LLVM::AtomicOrdering::monotonic);
+      Value last = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq, left,
+          arith::SubIOp::create(b, loc, expected,
+                                arith::ConstantIntOp::create(b, loc, 1, 32)));
+      onlyIf(last, [&] {
+        Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
+        storeWord(arrived, zero);
+        storeWord(departed, zero);
+        // Another launch may lay the workspace out for other sizes.
+        Value first = partial(c(0));
+        auto clear = scf::ForOp::create(b, loc, first,
+                                        add(first, mul(splits, c(2))), c(1));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(clear.getBody()->getTerminator());
+        storeWord(clear.getInductionVar(), zero);
+      });
+    });
+    return total;
   }
 
-  /// Rows of any length: an online sweep, then a second sweep that re-reads
-  /// the row and writes it.
-  void buildStreaming() {
-    Value start = arith::MulIOp::create(b, loc, tid, index(width));
-    Value step = arith::MulIOp::create(b, loc, threads, index(width));
+  /// The last block to finish resets the ticket counter.
+  void finish() {
+    onlyIf(isThreadZero(), [&] {
+      Value done = arith::IndexCastOp::create(
+          b, loc, b.getIndexType(),
+          atomicAdd(c(kFinishedWord), LLVM::AtomicOrdering::monotonic));
+      onlyIf(cmp(arith::CmpIPredicate::eq, done, sub(blocks, c(1))), [&] {
+        Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
+        storeWord(c(kTicketWord), zero);
+        storeWord(c(kFinishedWord), zero);
+      });
+    });
+  }
 
-    // Sweep 1: this thread's online (max, sum) over its vectors.
-    auto sweep = scf::ForOp::create(b, loc, start, n, step,
+  /// (max, sum) over all splits when the row is split, else the block's.
+  std::pair<Value, Value> rowStatistics(Value m, Value l) {
+    auto [blockMax, blockSum] = blockReduce(m, l);
+    Value split = cmp(arith::CmpIPredicate::ugt, splits, c(1));
+    ValueRange total = select(
+        split, {b.getF32Type(), b.getF32Type()},
+        [&]() -> SmallVector<Value> {
+          auto [rowMax, rowSum] = mergeSplits(blockMax, blockSum);
+          return {rowMax, rowSum};
+        },
+        [&]() -> SmallVector<Value> { return {blockMax, blockSum}; });
+    return {total[0], total[1]};
+  }
+
+  Value inverse(Value sum) {
+    Value positive =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, sum, f32(0));
+    return arith::SelectOp::create(
+        b, loc, positive, arith::DivFOp::create(b, loc, f32(1), sum), f32(0));
+  }
+
+  SmallVector<Value> probabilities(ArrayRef<Value> xs, Value rowMax,
+                                   Value scale) {
+    SmallVector<Value> ys;
+    for (Value x : xs)
+      ys.push_back(arith::MulFOp::create(b, loc, expMinus(x, rowMax), scale));
+    return ys;
+  }
+
+  /// Emits `body(p, xs)` for each of this thread's vectors of the staged
+  /// tile, threading `init` through; xs are f32, -inf outside the row.
+  SmallVector<Value>
+  forEachStaged(ValueRange init,
+                llvm::function_ref<SmallVector<Value>(Value, ArrayRef<Value>,
+                                                      ValueRange)>
+                    body) {
+    auto loop = scf::ForOp::create(b, loc, c(0), c(vectors), c(1), init);
+    OpBuilder::InsertionGuard guard(b);
+    if (init.empty())
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+    else
+      b.setInsertionPointToStart(loop.getBody());
+    Value p = position(sliceStart, loop.getInductionVar());
+    SmallVector<Value> xs = read(p, stage, sliceStart);
+    SmallVector<Value> next = body(p, xs, loop.getRegionIterArgs());
+    // A loop without results has its terminator already.
+    if (!init.empty())
+      scf::YieldOp::create(b, loc, next);
+    return SmallVector<Value>(loop.getResults());
+  }
+
+  /// A slice of one tile: read from memory once, into shared memory, and
+  /// reduced and written from there.
+  void buildResident() {
+    copyTile(sliceStart);
+    Value m = forEachStaged(
+        {f32(kNegInf)},
+        [&](Value, ArrayRef<Value> xs, ValueRange acc) -> SmallVector<Value> {
+          Value m = acc[0];
+          for (Value x : xs)
+            m = arith::MaximumFOp::create(b, loc, m, x);
+          return {m};
+        })[0];
+    Value l = forEachStaged(
+        {f32(0)},
+        [&](Value, ArrayRef<Value> xs, ValueRange acc) -> SmallVector<Value> {
+          Value l = acc[0];
+          for (Value x : xs)
+            l = arith::AddFOp::create(b, loc, l, expMinus(x, m));
+          return {l};
+        })[0];
+    auto [rowMax, rowSum] = rowStatistics(m, l);
+    Value scale = inverse(rowSum);
+    forEachStaged({}, [&](Value p, ArrayRef<Value> xs, ValueRange) {
+      store(p, probabilities(xs, rowMax, scale));
+      return SmallVector<Value>();
+    });
+  }
+
+  /// A slice of several tiles: an online (max, sum) sweep, then a second
+  /// sweep that reads the slice again and writes it.
+  void buildTwoSweeps() {
+    auto sweep = scf::ForOp::create(b, loc, c(0), sliceTiles, c(1),
                                     ValueRange{f32(kNegInf), f32(0)});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(sweep.getBody());
-      Value m = sweep.getRegionIterArgs()[0], l = sweep.getRegionIterArgs()[1];
-      SmallVector<Value> xs = load(sweep.getInductionVar());
+      // Vector by vector through the slice: vector j of tile s is at
+      // sliceStart + (s * vectors * threads + j) * width.
+      Value first = mul(sweep.getInductionVar(), c(vectors));
+      auto inner = scf::ForOp::create(b, loc, first, add(first, c(vectors)),
+                                      c(1), sweep.getRegionIterArgs());
+      b.setInsertionPointToStart(inner.getBody());
+      Value m = inner.getRegionIterArgs()[0], l = inner.getRegionIterArgs()[1];
+      SmallVector<Value> xs = load(position(sliceStart, inner.getInductionVar()));
       Value newMax = m;
       for (Value x : xs)
         newMax = arith::MaximumFOp::create(b, loc, newMax, x);
-      // A chunk of -inf leaves (max, sum) = (-inf, 0): expMinus gives 0.
+      // A vector of -inf leaves (max, sum) = (-inf, 0): expMinus gives 0.
       Value sum = arith::MulFOp::create(b, loc, l, expMinus(m, newMax));
       for (Value x : xs)
         sum = arith::AddFOp::create(b, loc, sum, expMinus(x, newMax));
       scf::YieldOp::create(b, loc, ValueRange{newMax, sum});
+      b.setInsertionPointAfter(inner);
+      scf::YieldOp::create(b, loc, inner.getResults());
     }
-    auto [rowMax, inverse] = reduce(sweep.getResult(0), sweep.getResult(1));
-
-    // Sweep 2: the probabilities.
-    auto write = scf::ForOp::create(b, loc, start, n, step);
+    auto [rowMax, rowSum] =
+        rowStatistics(sweep.getResult(0), sweep.getResult(1));
+    Value scale = inverse(rowSum);
+    auto write = scf::ForOp::create(b, loc, c(0), mul(sliceTiles, c(vectors)),
+                                    c(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(write.getBody());
-    Value c = write.getInductionVar();
-    store(c, load(c), rowMax, inverse);
+    Value p = position(sliceStart, write.getInductionVar());
+    store(p, probabilities(load(p), rowMax, scale));
   }
 };
 
@@ -207,6 +583,17 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
           << static_cast<int64_t>(threads);
       return signalPassFailure();
     }
+    // A block's tile must fit the shared memory a block may have (227 KiB
+    // on sm_90, 163 KiB on sm_80; the runtime refuses more at launch).
+    if (vectorsPerThread < 1 || vectorsPerThread * 16 * threads > 163 * 1024) {
+      getOperation()->emitError()
+          << "attn-softmax-to-gpu: vectors-per-thread must be at least 1 and "
+             "its tile (threads x vectors-per-thread x 16 bytes) at most "
+             "163 KiB, got "
+          << static_cast<int64_t>(vectorsPerThread) << " x "
+          << static_cast<int64_t>(threads);
+      return signalPassFailure();
+    }
     SmallVector<SoftmaxOp> ops;
     getOperation()->walk([&](SoftmaxOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
@@ -215,7 +602,7 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
         return signalPassFailure();
   }
 
-  LogicalResult lower(RewriterBase &b, SoftmaxOp op) {
+  LogicalResult lower(RewriterBase &rewriter, SoftmaxOp op) {
     Location loc = op.getLoc();
     auto inType = cast<RankedTensorType>(op.getInput().getType());
     auto outType = cast<RankedTensorType>(op.getOutput().getType());
@@ -223,77 +610,109 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
       return op.emitOpError()
              << "lowers to the GPU for rank 2 ([rows, N]) only, got rank "
              << inType.getRank() << "; collapse the outer dims first";
-    b.setInsertionPoint(op);
+    int64_t width = 128 / inType.getElementTypeBitWidth();
+    int64_t elementBytes = inType.getElementTypeBitWidth() / 8;
+    int64_t vectors = vectorsPerThread;
+
+    rewriter.setInsertionPoint(op);
+    IndexBuilder h{rewriter, loc};
     auto bufferOf = [&](Value tensor, RankedTensorType type, bool readOnly) {
       return bufferization::ToBufferOp::create(
-          b, loc, MemRefType::get(type.getShape(), type.getElementType()),
-          tensor, readOnly);
+          rewriter, loc,
+          MemRefType::get(type.getShape(), type.getElementType()), tensor,
+          readOnly);
     };
     Value in = bufferOf(op.getInput(), inType, true);
     Value out = bufferOf(op.getOutput(), outType, false);
-    Value rows = memref::DimOp::create(b, loc, in, 0);
-    Value n = memref::DimOp::create(b, loc, in, 1);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    // Threads: about kResidentVectors vectors each, whole warps, 64 to
-    // `threads`: short rows do not leave most of a large block idle.
-    int64_t vectorWidth = 16 / (inType.getElementTypeBitWidth() / 8);
-    auto constant = [&](int64_t v) {
-      return arith::ConstantIndexOp::create(b, loc, v);
-    };
-    Value warps = arith::CeilDivUIOp::create(
-        b, loc, n, constant(kResidentVectors * vectorWidth * 32));
-    Value blockSize = arith::MinUIOp::create(
-        b, loc,
-        arith::MaxUIOp::create(
-            b, loc, arith::MulIOp::create(b, loc, warps, constant(32)),
-            constant(64)),
-        constant(threads));
-    auto launch =
-        gpu::LaunchOp::create(b, loc, rows, one, one, blockSize, one, one);
+    Value rows = memref::DimOp::create(rewriter, loc, in, 0);
+    Value n = memref::DimOp::create(rewriter, loc, in, 1);
+    // A row's vectors span width - 1 more elements than the row when N is
+    // not a multiple of the width (rows start anywhere in a vector).
+    Value ragged = h.min(h.sub(n, h.mul(h.div(n, h.c(width)), h.c(width))),
+                         h.c(1));
+    Value span = h.add(n, h.mul(ragged, h.c(width - 1)));
+    // Threads: enough to hold a row, whole warps, 32 to `threads`.
+    Value blockSize = h.min(
+        h.max(h.mul(h.ceilDiv(span, h.c(vectors * width * 32)), h.c(32)),
+              h.c(32)),
+        h.c(threads));
+    Value tileElements = h.mul(blockSize, h.c(vectors * width));
+    Value tiles = h.ceilDiv(span, tileElements);
+    // At most one block per SM for a row, so all of a row's blocks can be
+    // resident at once (they wait for each other).
+    Value splits = h.min(tiles, MultiprocessorCountOp::create(
+                                    rewriter, loc, rewriter.getIndexType()));
+    Value sliceTiles = h.ceilDiv(tiles, splits);
+    Value blocks = h.mul(rows, splits);
+    Value words = h.add(h.c(kCounterWords),
+                        h.mul(h.c(2), h.add(rows, h.mul(rows, splits))));
+    Value workspace = WorkspaceOp::create(
+        rewriter, loc,
+        MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()), words);
+    Value stageBytes = arith::IndexCastOp::create(
+        rewriter, loc, rewriter.getI32Type(),
+        h.mul(tileElements, h.c(elementBytes)));
+
+    Value one = h.c(1);
+    auto workgroup = gpu::AddressSpaceAttr::get(rewriter.getContext(),
+                                                gpu::AddressSpace::Workgroup);
+    auto ticketType = MemRefType::get({1}, rewriter.getI32Type(),
+                                      MemRefLayoutAttrInterface{}, workgroup);
+    auto launch = gpu::LaunchOp::create(rewriter, loc, blocks, one, one,
+                                        blockSize, one, one, stageBytes,
+                                        /*asyncTokenType=*/nullptr,
+                                        /*asyncDependencies=*/{},
+                                        TypeRange{ticketType});
     {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&launch.getBody().front());
-      // 16-byte vectors when every row starts 16-byte aligned (N a
-      // multiple of the width), scalars otherwise.
-      int64_t width = vectorWidth;
-      Value aligned = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::eq,
-          arith::RemUIOp::create(b, loc, n,
-                                 arith::ConstantIndexOp::create(b, loc, width)),
-          arith::ConstantIndexOp::create(b, loc, 0));
-      auto choice = scf::IfOp::create(b, loc, aligned, /*withElse=*/true);
-      auto kernel = [&](int64_t w) {
-        return RowKernel{b,
-                         loc,
-                         in,
-                         out,
-                         launch.getBlockIds().x,
-                         n,
-                         launch.getThreadIds().x,
-                         launch.getBlockSizeX(),
-                         w};
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(&launch.getBody().front());
+      // Flat [rows * N] views (in the kernel: the bundle passes the
+      // arguments' buffers as they are).
+      auto flat = [&](Value buffer) {
+        return memref::CollapseShapeOp::create(
+            rewriter, loc, buffer, ArrayRef<ReassociationIndices>{{0, 1}});
       };
-      // Aligned rows of at most kResidentVectors vectors per thread stay in
-      // registers (read once); longer rows stream twice.
-      b.setInsertionPoint(choice.thenBlock()->getTerminator());
-      Value capacity = arith::MulIOp::create(
-          b, loc, launch.getBlockSizeX(),
-          arith::ConstantIndexOp::create(b, loc, kResidentVectors * width));
-      Value fits =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, n, capacity);
-      auto resident = scf::IfOp::create(b, loc, fits, /*withElse=*/true);
-      b.setInsertionPoint(resident.thenBlock()->getTerminator());
-      kernel(width).buildResident(kResidentVectors);
-      b.setInsertionPoint(resident.elseBlock()->getTerminator());
-      kernel(width).buildStreaming();
-      b.setInsertionPoint(choice.elseBlock()->getTerminator());
-      kernel(1).buildStreaming();
-      b.setInsertionPointToEnd(&launch.getBody().front());
-      gpu::TerminatorOp::create(b, loc);
+      SoftmaxKernel kernel{{rewriter, loc}};
+      kernel.in = flat(in);
+      kernel.out = flat(out);
+      kernel.workspace = workspace;
+      kernel.ticketSlot = launch.getWorkgroupAttributions()[0];
+      Value shared = gpu::DynamicSharedMemoryOp::create(
+          rewriter, loc,
+          MemRefType::get({ShapedType::kDynamic}, rewriter.getI8Type(),
+                          MemRefLayoutAttrInterface{}, workgroup));
+      kernel.stage = memref::ViewOp::create(
+          rewriter, loc,
+          MemRefType::get({ShapedType::kDynamic}, inType.getElementType(),
+                          MemRefLayoutAttrInterface{}, workgroup),
+          shared, h.c(0),
+          ValueRange{h.mul(launch.getBlockSizeX(), h.c(vectors * width))});
+      kernel.rows = rows;
+      kernel.n = n;
+      kernel.tid = launch.getThreadIds().x;
+      kernel.threads = launch.getBlockSizeX();
+      kernel.blocks = launch.getGridSizeX();
+      kernel.splits = splits;
+      kernel.sliceTiles = sliceTiles;
+      kernel.width = width;
+      kernel.vectors = vectors;
+      kernel.locate(launch.getBlockIds().x);
+      Value resident = h.cmp(arith::CmpIPredicate::eq, sliceTiles, h.c(1));
+      auto choice = scf::IfOp::create(rewriter, loc, resident,
+                                      /*withElseRegion=*/true);
+      rewriter.setInsertionPoint(choice.thenBlock()->getTerminator());
+      kernel.buildResident();
+      rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
+      kernel.buildTwoSweeps();
+      rewriter.setInsertionPointAfter(choice);
+      kernel.onlyIf(h.cmp(arith::CmpIPredicate::ugt, splits, h.c(1)),
+                    [&] { kernel.finish(); });
+      gpu::TerminatorOp::create(rewriter, loc);
     }
     Value result = bufferization::ToTensorOp::create(
-        b, loc, outType, out, b.getUnitAttr(), b.getUnitAttr());
-    b.replaceOp(op, result);
+        rewriter, loc, outType, out, rewriter.getUnitAttr(),
+        rewriter.getUnitAttr());
+    rewriter.replaceOp(op, result);
     return success();
   }
 };

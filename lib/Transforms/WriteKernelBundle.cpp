@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -63,12 +64,22 @@ FailureOr<std::string> expression(Value value) {
         }
         return failure();
       })
+      .Case([](attn::WorkspaceOp) -> FailureOr<std::string> {
+        return std::string("workspace");
+      })
+      .Case([](attn::MultiprocessorCountOp) -> FailureOr<std::string> {
+        return std::string("sm_count");
+      })
       .Case([&](memref::DimOp dim) -> FailureOr<std::string> {
         std::optional<int64_t> index = dim.getConstantIndex();
         FailureOr<std::string> source = expression(dim.getSource());
         if (!index || failed(source))
           return failure();
         return "dim(" + *source + ", " + std::to_string(*index) + ")";
+      })
+      .Case([&](arith::IndexCastOp o) {
+        // Launch sizes are integers either way (shared memory bytes are i32).
+        return expression(o.getIn());
       })
       .Case([&](arith::AddIOp o) {
         return binary("add", o.getLhs(), o.getRhs());
@@ -182,6 +193,26 @@ struct WriteKernelBundlePass
             return;
           sharedBytes = std::move(bytes[0]);
         }
+        // Bytes of the runtime's zeroed workspace that the launch needs,
+        // "0" when it takes none; one workspace operand at most, as the
+        // runtime has one.
+        llvm::json::Value workspaceBytes("0");
+        SmallVector<attn::WorkspaceOp> workspaces;
+        for (Value operand : launch.getKernelOperands())
+          if (auto workspace = operand.getDefiningOp<attn::WorkspaceOp>())
+            workspaces.push_back(workspace);
+        if (workspaces.size() > 1) {
+          launch.emitOpError() << "takes " << workspaces.size()
+                               << " attn.workspace buffers; the runtime has one";
+          failedExpression = true;
+          return;
+        }
+        if (!workspaces.empty()) {
+          llvm::json::Array words = all({workspaces[0].getWords()});
+          if (words.empty())
+            return;
+          workspaceBytes = ("mul(" + *words[0].getAsString() + ", 4)").str();
+        }
         gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
         gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
         launches.push_back(llvm::json::Object{
@@ -190,6 +221,7 @@ struct WriteKernelBundlePass
             {"grid", all({grid.x, grid.y, grid.z})},
             {"block", all({block.x, block.y, block.z})},
             {"shared_memory_bytes", sharedBytes},
+            {"workspace_bytes", workspaceBytes},
             {"operands", all(launch.getKernelOperands())}});
       });
       if (failedExpression)

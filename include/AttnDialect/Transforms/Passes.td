@@ -149,31 +149,55 @@ def DecomposeSoftmax : Pass<"attn-decompose-softmax"> {
 }
 
 def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
-  let summary = "attn.softmax of [rows, N] to a GPU kernel, a block per row";
+  let summary = "attn.softmax of [rows, N] to a GPU kernel that reads each "
+                "element once";
   let description = [{
     Replaces each `attn.softmax` over a [rows, N] tensor (N any length,
-    dynamic sizes included) with a `gpu.launch` of one block per row, of
-    about two vectors per thread (whole warps, 64 to `threads` threads,
-    computed from N at launch), on the op's buffers (`bufferization.to_buffer` /
-    `to_tensor`, so it runs before bufferization). The threads stride
-    through the row with 16-byte vector loads (scalar loads when N is not a
-    multiple of the vector width, chosen at run time) keeping an online
-    (max, sum); `gpu.all_reduce` merges them over the block; then
-    exp2((x - max) * log2(e)) / sum is written with 16-byte stores. Rows of
-    at most two vectors per thread (N up to 8k f32, 16k f16 with 1024
-    threads) stay in registers and are read once; longer rows are swept
-    twice. Rows that are all -inf give 0.
+    dynamic sizes included) with one `gpu.launch` on the op's buffers
+    (`bufferization.to_buffer` / `to_tensor`, so it runs before
+    bufferization). Every thread holds `elements-per-thread` elements in
+    registers as 16-byte vectors; a block holds a tile of
+    threads x elements-per-thread elements, its size chosen from N at launch
+    (whole warps, 64 to `threads`). The strategy follows from the shape:
+
+    - a row that fits one tile is read once into one block's registers,
+      reduced (`gpu.all_reduce`: max, then the rescaled sum) and written;
+    - a longer row is split across up to `attn.multiprocessor_count` blocks,
+      each holding a tile of it: each publishes its (max, sum) in an
+      `attn.workspace`, waits for its row's other blocks, merges their
+      partials and writes its tile, so the row is still read once and a few
+      long rows keep the whole GPU busy. Blocks take their (row, split) from
+      a ticket counter in launch order, so a waiting block only waits on
+      blocks that are already running; the counters are reset by the last
+      block, leaving the workspace zeroed;
+    - a row longer than that many tiles gives each block a slice of several
+      tiles, swept twice (an online max/sum, then the writes), the partials
+      merged as above.
+
+    Vectors are aligned to the buffer's address, so a row may start
+    anywhere (odd N): the vectors that straddle a row's ends are read and
+    written element by element, and stores fall back to elements when the
+    output's alignment differs from the input's. exp(x - max) is
+    exp2((x - max) * log2(e)); -inf entries give 0 and rows that are all
+    -inf give 0.
   }];
   let options = [
-    Option<"threads", "threads", "int64_t", /*default=*/"1024",
-           "most threads per block (a multiple of 32, at most 1024)">
+    Option<"threads", "threads", "int64_t", /*default=*/"512",
+           "most threads per block (a multiple of 32, at most 1024)">,
+    Option<"vectorsPerThread", "vectors-per-thread", "int64_t",
+           /*default=*/"8",
+           "16-byte vectors each thread copies into the block's tile in "
+           "shared memory (4 f32 or 8 f16/bf16 elements each)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::attn::AttnDialect",
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect"
   ];
@@ -302,6 +326,22 @@ def DistributeToThreads : Pass<"attn-distribute-to-threads"> {
     "::mlir::gpu::GPUDialect",
     "::mlir::scf::SCFDialect"
   ];
+}
+
+def ExternDynamicSharedMemory : Pass<"attn-extern-dynamic-shared-memory"> {
+  let summary = "make dynamic shared memory an extern PTX array";
+  let description = [{
+    `convert-gpu-to-nvvm` lowers `gpu.dynamic_shared_memory` to an internal
+    `llvm.mlir.global` of type `!llvm.array<0 x i8>` in address space 3.
+    The NVPTX backend demotes such a global into its one kernel as a 1-byte
+    *static* `.shared` variable, laid out with the kernel's other static
+    shared memory (for instance `gpu.all_reduce`'s buffers), so the
+    dynamic region overlaps them. Dynamic shared memory must be
+    `.extern .shared .b8 name[]`, which starts after all static shared
+    memory, as CUDA C's `extern __shared__` is: this pass gives those
+    globals external linkage. Run it after `convert-gpu-to-nvvm`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def ApproxMathToNVVM : Pass<"attn-approx-math-to-nvvm"> {
