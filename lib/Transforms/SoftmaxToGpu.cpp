@@ -72,14 +72,25 @@ struct SoftmaxKernel : IndexBuilder {
   Value ticketSlot; // memref<1xi32, workgroup>: broadcasts the ticket
   Value stage;      // memref<?xT, workgroup>: the block's tile
   Value rows, n, tid, threads, blocks, splits, sliceTiles;
-  int64_t width, vectors; // elements per vector, vectors per thread
+  // Elements per vector, vectors per thread (unrolled), and how many of
+  // them a tile uses (fewer for short rows).
+  int64_t width, vectors;
+  Value used;
   // Set by `locate`: the block's row as a flat range, its slice, and
   // whether whole vectors may be read (the input is 16-byte aligned) and
   // written (the output too).
   Value row, split, rowStart, rowEnd, sliceStart, vectorIn, vectorOut;
 
   Value f32(double v) { return f32Constant(b, loc, v); }
-  Value tile() { return mul(threads, c(vectors * width)); }
+
+  /// What a tile's vectors need: Whole, every vector of the tile lies in
+  /// the row; WholeUsed, those the tile uses (`used`) do; Checked, each is
+  /// checked against the row's ends and `used`.
+  enum class Vectors { Whole, WholeUsed, Checked };
+  Value tile() { return mul(mul(threads, used), c(width)); }
+
+  /// Whether this thread's vector `k` is part of the tile (uniform).
+  Value inTile(int64_t k) { return cmp(arith::CmpIPredicate::ult, c(k), used); }
 
   /// exp(x - m) as exp2((x - m) * log2(e)); 0 where x is -inf (also when m
   /// is: a row of -inf).
@@ -91,6 +102,23 @@ struct SoftmaxKernel : IndexBuilder {
     Value masked = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x,
                                          f32(kNegInf));
     return arith::SelectOp::create(b, loc, masked, f32(0), e);
+  }
+
+  /// The max to subtract from a thread's elements: 0 when they are all
+  /// -inf, so that x - max is -inf, not NaN.
+  Value finiteMax(Value m) {
+    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m,
+                                        f32(kNegInf));
+    return arith::SelectOp::create(b, loc, empty, f32(0), m);
+  }
+
+  /// exp(x - m) for the elements, with m from finiteMax: three instructions
+  /// (ex2 of -inf is 0).
+  Value expFrom(Value x, Value m) {
+    return math::Exp2Op::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, x, m),
+                              f32(kLog2E)));
   }
 
   /// (max, sum) merged with another (max, sum).
@@ -117,10 +145,17 @@ struct SoftmaxKernel : IndexBuilder {
     auto op = scf::IfOp::create(b, loc, types, condition,
                                 /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(op.thenBlock());
-    scf::YieldOp::create(b, loc, then());
-    b.setInsertionPointToStart(op.elseBlock());
-    scf::YieldOp::create(b, loc, otherwise());
+    // Without results, the branches have their terminators already.
+    for (auto [block, build] : {std::make_pair(op.thenBlock(), then),
+                                std::make_pair(op.elseBlock(), otherwise)}) {
+      if (types.empty()) {
+        b.setInsertionPoint(block->getTerminator());
+        build();
+        continue;
+      }
+      b.setInsertionPointToStart(block);
+      scf::YieldOp::create(b, loc, build());
+    }
     return op.getResults();
   }
 
@@ -253,19 +288,30 @@ struct SoftmaxKernel : IndexBuilder {
   /// flight), element copies where a vector straddles an end of the row.
   /// Each thread later reads only what it copied, so waiting for its own
   /// copies is enough.
-  void copyTile(Value tileStart) {
+  void copyTile(Value tileStart, Vectors kind) {
+    bool wholeTile = kind != Vectors::Checked;
+    auto cacheGlobal = NVVM::LoadCacheModifierKindAttr::get(
+        b.getContext(), NVVM::LoadCacheModifierKind::CG);
     for (int64_t k = 0; k < vectors; ++k) {
-      Value p = position(tileStart, k);
-      Value at = sub(p, tileStart);
-      auto op = scf::IfOp::create(b, loc, whole(p), /*withElseRegion=*/true);
       OpBuilder::InsertionGuard guard(b);
+      if (k > 0 && kind != Vectors::Whole) {
+        auto used = scf::IfOp::create(b, loc, inTile(k), false);
+        b.setInsertionPoint(used.thenBlock()->getTerminator());
+      }
+      Value at = position(c(0), k);
+      Value p = add(tileStart, at);
+      if (wholeTile) {
+        NVVM::CpAsyncOp::create(b, loc, pointer(stage, at, 3),
+                                pointer(in, p, 1), b.getI32IntegerAttr(16),
+                                cacheGlobal, /*cpSize=*/Value());
+        continue;
+      }
+      auto op = scf::IfOp::create(b, loc, whole(p), /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard branch(b);
       b.setInsertionPoint(op.thenBlock()->getTerminator());
-      NVVM::CpAsyncOp::create(
-          b, loc, pointer(stage, at, 3), pointer(in, p, 1),
-          b.getI32IntegerAttr(16),
-          NVVM::LoadCacheModifierKindAttr::get(b.getContext(),
-                                               NVVM::LoadCacheModifierKind::CG),
-          /*cpSize=*/Value());
+      NVVM::CpAsyncOp::create(b, loc, pointer(stage, at, 3),
+                              pointer(in, p, 1), b.getI32IntegerAttr(16),
+                              cacheGlobal, /*cpSize=*/Value());
       b.setInsertionPoint(op.elseBlock()->getTerminator());
       onlyIf(touches(p), [&] {
         for (int64_t i = 0; i < width; ++i) {
@@ -285,13 +331,20 @@ struct SoftmaxKernel : IndexBuilder {
   /// Writes softmax values `ys` (f32) of the vector at `p`: one 16-byte
   /// store when it lies in the row and the output is aligned like the
   /// input, element stores otherwise.
-  void store(Value p, ArrayRef<Value> ys) {
+  void store(Value p, ArrayRef<Value> ys, bool wholeVector = false) {
     Type element = cast<MemRefType>(out.getType()).getElementType();
     SmallVector<Value> narrow;
     for (Value y : ys)
       narrow.push_back(element.isF32()
                            ? y
                            : arith::TruncFOp::create(b, loc, element, y));
+    if (wholeVector) {
+      Value v = vector::FromElementsOp::create(
+          b, loc, VectorType::get({width}, element), narrow);
+      vector::StoreOp::create(b, loc, v, out, ValueRange{p},
+                              /*nontemporal=*/false, llvm::Align(16));
+      return;
+    }
     auto op = scf::IfOp::create(b, loc, both(whole(p), vectorOut),
                                 /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
@@ -475,60 +528,139 @@ struct SoftmaxKernel : IndexBuilder {
         b, loc, positive, arith::DivFOp::create(b, loc, f32(1), sum), f32(0));
   }
 
+  /// exp(x - rowMax) * scale, with rowMax from finiteMax.
   SmallVector<Value> probabilities(ArrayRef<Value> xs, Value rowMax,
                                    Value scale) {
     SmallVector<Value> ys;
     for (Value x : xs)
-      ys.push_back(arith::MulFOp::create(b, loc, expMinus(x, rowMax), scale));
+      ys.push_back(arith::MulFOp::create(b, loc, expFrom(x, rowMax), scale));
     return ys;
   }
 
-  /// Emits `body(p, xs)` for each of this thread's vectors of the staged
-  /// tile, threading `init` through; xs are f32, -inf outside the row.
+  using StagedBody = llvm::function_ref<SmallVector<Value>(
+      Value, ArrayRef<Value>, ValueRange)>;
+
+
+  /// Emits `body(p, xs, acc)` for each of this thread's vectors of the
+  /// staged tile, threading `init` through as acc; xs are f32, -inf outside
+  /// the row. Unrolled: vectors past `used` are skipped unless `kind` is
+  /// Whole, and checked against the row's ends if it is Checked.
+  SmallVector<Value> forEachStaged(Vectors kind, ValueRange init,
+                                   StagedBody body) {
+    bool whole = kind != Vectors::Checked;
+    Type element = cast<MemRefType>(stage.getType()).getElementType();
+    SmallVector<Value> acc(init);
+    for (int64_t k = 0; k < vectors; ++k) {
+      auto visit = [&]() -> SmallVector<Value> {
+        Value at = position(c(0), k);
+        Value p = add(sliceStart, at);
+        if (!whole)
+          return body(p, read(p, stage, sliceStart), acc);
+        Value v = vector::LoadOp::create(
+            b, loc, VectorType::get({width}, element), stage, ValueRange{at},
+            /*nontemporal=*/false, llvm::Align(16));
+        SmallVector<Value> xs;
+        for (int64_t i = 0; i < width; ++i) {
+          Value x = vector::ExtractOp::create(b, loc, v, i);
+          xs.push_back(element.isF32()
+                           ? x
+                           : arith::ExtFOp::create(b, loc, b.getF32Type(), x)
+                                 .getResult());
+        }
+        return body(p, xs, acc);
+      };
+      if (k == 0 || kind == Vectors::Whole) {
+        acc = visit();
+        continue;
+      }
+      auto op = scf::IfOp::create(b, loc, TypeRange(ValueRange(acc)),
+                                  inTile(k), /*withElseRegion=*/!acc.empty());
+      OpBuilder::InsertionGuard guard(b);
+      if (acc.empty()) {
+        b.setInsertionPoint(op.thenBlock()->getTerminator());
+        visit();
+        continue;
+      }
+      b.setInsertionPointToStart(op.thenBlock());
+      scf::YieldOp::create(b, loc, visit());
+      b.setInsertionPointToStart(op.elseBlock());
+      scf::YieldOp::create(b, loc, acc);
+      acc = SmallVector<Value>(op.getResults());
+    }
+    return acc;
+  }
+
+  /// Whether every vector of every thread of this warp lies in the row
+  /// (and the output is aligned like the input): a warp votes, so only the
+  /// warps at a row's ends check each vector, and no warp runs both paths.
+  Value warpVectorsWhole() {
+    // A thread's vectors are increasing in position: its first and last
+    // used ones bound them.
+    Value first = position(sliceStart, 0);
+    Value last = position(sliceStart, sub(used, c(1)));
+    Value whole = both(
+        vectorOut,
+        both(cmp(arith::CmpIPredicate::sge, first, rowStart),
+             cmp(arith::CmpIPredicate::sle, add(last, c(width)), rowEnd)));
+    Value everyLane = arith::ConstantIntOp::create(b, loc, -1, 32);
+    return NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), everyLane, whole,
+                                    NVVM::VoteSyncKind::all);
+  }
+
+  /// Emits `phase(kind)` in a three-way choice on what this warp's vectors
+  /// need; returns its results. No barrier may be in `phase`.
   SmallVector<Value>
-  forEachStaged(ValueRange init,
-                llvm::function_ref<SmallVector<Value>(Value, ArrayRef<Value>,
-                                                      ValueRange)>
-                    body) {
-    auto loop = scf::ForOp::create(b, loc, c(0), c(vectors), c(1), init);
-    OpBuilder::InsertionGuard guard(b);
-    if (init.empty())
-      b.setInsertionPoint(loop.getBody()->getTerminator());
-    else
-      b.setInsertionPointToStart(loop.getBody());
-    Value p = position(sliceStart, loop.getInductionVar());
-    SmallVector<Value> xs = read(p, stage, sliceStart);
-    SmallVector<Value> next = body(p, xs, loop.getRegionIterArgs());
-    // A loop without results has its terminator already.
-    if (!init.empty())
-      scf::YieldOp::create(b, loc, next);
-    return SmallVector<Value>(loop.getResults());
+  byVectors(Value warpWhole, TypeRange types,
+            llvm::function_ref<SmallVector<Value>(Vectors)> phase) {
+    Value full = cmp(arith::CmpIPredicate::eq, used, c(vectors));
+    return llvm::to_vector(select(
+        warpWhole, types,
+        [&] {
+          return llvm::to_vector(select(
+              full, types, [&] { return phase(Vectors::Whole); },
+              [&] { return phase(Vectors::WholeUsed); }));
+        },
+        [&] { return phase(Vectors::Checked); }));
   }
 
   /// A slice of one tile: read from memory once, into shared memory, and
   /// reduced and written from there.
   void buildResident() {
-    copyTile(sliceStart);
-    Value m = forEachStaged(
-        {f32(kNegInf)},
-        [&](Value, ArrayRef<Value> xs, ValueRange acc) -> SmallVector<Value> {
-          Value m = acc[0];
-          for (Value x : xs)
-            m = arith::MaximumFOp::create(b, loc, m, x);
-          return {m};
-        })[0];
-    Value l = forEachStaged(
-        {f32(0)},
-        [&](Value, ArrayRef<Value> xs, ValueRange acc) -> SmallVector<Value> {
-          Value l = acc[0];
-          for (Value x : xs)
-            l = arith::AddFOp::create(b, loc, l, expMinus(x, m));
-          return {l};
-        })[0];
-    auto [rowMax, rowSum] = rowStatistics(m, l);
+    Value warpWhole = warpVectorsWhole();
+    byVectors(warpWhole, {}, [&](Vectors kind) {
+      copyTile(sliceStart, kind);
+      return SmallVector<Value>();
+    });
+    // One online pass (a vector's max, then the running sum rescaled to
+    // it): a second pass would let the compiler keep every vector of the
+    // first in registers, which costs blocks per SM.
+    Type f32Type = b.getF32Type();
+    SmallVector<Value> stats =
+        byVectors(warpWhole, {f32Type, f32Type}, [&](Vectors kind) {
+      return forEachStaged(
+          kind, {f32(kNegInf), f32(0)},
+          [&](Value, ArrayRef<Value> xs,
+              ValueRange acc) -> SmallVector<Value> {
+            Value m = acc[0];
+            for (Value x : xs)
+              m = arith::MaximumFOp::create(b, loc, m, x);
+            Value shift = finiteMax(m);
+            Value l = arith::MulFOp::create(b, loc, acc[1],
+                                            expFrom(acc[0], shift));
+            for (Value x : xs)
+              l = arith::AddFOp::create(b, loc, l, expFrom(x, shift));
+            return {m, l};
+          });
+    });
+    auto [rowMax, rowSum] = rowStatistics(stats[0], stats[1]);
     Value scale = inverse(rowSum);
-    forEachStaged({}, [&](Value p, ArrayRef<Value> xs, ValueRange) {
-      store(p, probabilities(xs, rowMax, scale));
+    Value rowShift = finiteMax(rowMax);
+    byVectors(warpWhole, {}, [&](Vectors kind) {
+      forEachStaged(kind, {}, [&](Value p, ArrayRef<Value> xs, ValueRange) {
+        store(p, probabilities(xs, rowShift, scale),
+              kind != Vectors::Checked);
+        return SmallVector<Value>();
+      });
       return SmallVector<Value>();
     });
   }
@@ -542,10 +674,10 @@ struct SoftmaxKernel : IndexBuilder {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(sweep.getBody());
       // Vector by vector through the slice: vector j of tile s is at
-      // sliceStart + (s * vectors * threads + j) * width.
-      Value first = mul(sweep.getInductionVar(), c(vectors));
-      auto inner = scf::ForOp::create(b, loc, first, add(first, c(vectors)),
-                                      c(1), sweep.getRegionIterArgs());
+      // sliceStart + ((s * used + j) * threads + tid) * width.
+      Value first = mul(sweep.getInductionVar(), used);
+      auto inner = scf::ForOp::create(b, loc, first, add(first, used), c(1),
+                                      sweep.getRegionIterArgs());
       b.setInsertionPointToStart(inner.getBody());
       Value m = inner.getRegionIterArgs()[0], l = inner.getRegionIterArgs()[1];
       SmallVector<Value> xs = load(position(sliceStart, inner.getInductionVar()));
@@ -563,8 +695,8 @@ struct SoftmaxKernel : IndexBuilder {
     auto [rowMax, rowSum] =
         rowStatistics(sweep.getResult(0), sweep.getResult(1));
     Value scale = inverse(rowSum);
-    auto write = scf::ForOp::create(b, loc, c(0), mul(sliceTiles, c(vectors)),
-                                    c(1));
+    rowMax = finiteMax(rowMax);
+    auto write = scf::ForOp::create(b, loc, c(0), mul(sliceTiles, used), c(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(write.getBody());
     Value p = position(sliceStart, write.getInductionVar());
@@ -576,16 +708,20 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
   using SoftmaxToGpuBase::SoftmaxToGpuBase;
 
   void runOnOperation() override {
-    if (threads < 32 || threads > 1024 || threads % 32 != 0) {
-      getOperation()->emitError()
-          << "attn-softmax-to-gpu: threads must be a multiple of 32 in [32, "
-             "1024], got "
-          << static_cast<int64_t>(threads);
-      return signalPassFailure();
-    }
+    for (int64_t count : {static_cast<int64_t>(threads),
+                          static_cast<int64_t>(splitThreads)})
+      if (count < 32 || count > 1024 || count % 32 != 0) {
+        getOperation()->emitError()
+            << "attn-softmax-to-gpu: threads and split-threads must be "
+               "multiples of 32 in [32, 1024], got "
+            << count;
+        return signalPassFailure();
+      }
     // A block's tile must fit the shared memory a block may have (227 KiB
     // on sm_90, 163 KiB on sm_80; the runtime refuses more at launch).
-    if (vectorsPerThread < 1 || vectorsPerThread * 16 * threads > 163 * 1024) {
+    if (vectorsPerThread < 1 ||
+        vectorsPerThread * 16 * std::max<int64_t>(threads, splitThreads) >
+            163 * 1024) {
       getOperation()->emitError()
           << "attn-softmax-to-gpu: vectors-per-thread must be at least 1 and "
              "its tile (threads x vectors-per-thread x 16 bytes) at most "
@@ -631,12 +767,18 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     Value ragged = h.min(h.sub(n, h.mul(h.div(n, h.c(width)), h.c(width))),
                          h.c(1));
     Value span = h.add(n, h.mul(ragged, h.c(width - 1)));
-    // Threads: enough to hold a row, whole warps, 32 to `threads`.
-    Value blockSize = h.min(
-        h.max(h.mul(h.ceilDiv(span, h.c(vectors * width * 32)), h.c(32)),
-              h.c(32)),
-        h.c(threads));
-    Value tileElements = h.mul(blockSize, h.c(vectors * width));
+    // Threads: enough to hold a row, whole warps, at least 32; rows longer
+    // than `threads` hold are split across blocks of `split-threads` (more
+    // blocks per SM hide the blocks' waits for each other).
+    Value fit = h.max(
+        h.mul(h.ceilDiv(span, h.c(vectors * width * 32)), h.c(32)), h.c(32));
+    Value split = h.min(h.div(fit, h.c(threads + 1)), h.c(1));
+    Value blockSize = h.add(h.mul(fit, h.sub(h.c(1), split)),
+                            h.mul(h.c(splitThreads), split));
+    // Short rows use fewer vectors per thread than the 32 threads hold.
+    Value used = h.min(h.c(vectors),
+                       h.ceilDiv(span, h.mul(blockSize, h.c(width))));
+    Value tileElements = h.mul(h.mul(blockSize, used), h.c(width));
     Value tiles = h.ceilDiv(span, tileElements);
     // At most one block per SM for a row, so all of a row's blocks can be
     // resident at once (they wait for each other).
@@ -686,7 +828,7 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
           MemRefType::get({ShapedType::kDynamic}, inType.getElementType(),
                           MemRefLayoutAttrInterface{}, workgroup),
           shared, h.c(0),
-          ValueRange{h.mul(launch.getBlockSizeX(), h.c(vectors * width))});
+          ValueRange{h.mul(h.mul(launch.getBlockSizeX(), used), h.c(width))});
       kernel.rows = rows;
       kernel.n = n;
       kernel.tid = launch.getThreadIds().x;
@@ -696,6 +838,7 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
       kernel.sliceTiles = sliceTiles;
       kernel.width = width;
       kernel.vectors = vectors;
+      kernel.used = used;
       kernel.locate(launch.getBlockIds().x);
       Value resident = h.cmp(arith::CmpIPredicate::eq, sliceTiles, h.c(1));
       auto choice = scf::IfOp::create(rewriter, loc, resident,

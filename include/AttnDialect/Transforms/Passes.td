@@ -183,7 +183,10 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
   }];
   let options = [
     Option<"threads", "threads", "int64_t", /*default=*/"512",
-           "most threads per block (a multiple of 32, at most 1024)">,
+           "most threads per block for a row in one block (a multiple of "
+           "32, at most 1024)">,
+    Option<"splitThreads", "split-threads", "int64_t", /*default=*/"256",
+           "threads per block for rows split across blocks">,
     Option<"vectorsPerThread", "vectors-per-thread", "int64_t",
            /*default=*/"8",
            "16-byte vectors each thread copies into the block's tile in "
