@@ -64,7 +64,9 @@ class Driver:
         return fn
 
     def launch(self, fn, grid, block, params, shared=0):
-        if shared > 48 * 1024 and self.opted_in.get(fn.value) != shared:
+        # Static shared memory (gpu.all_reduce's) counts too: opt in for
+        # any dynamic amount rather than only above 48 KiB.
+        if shared > 0 and self.opted_in.get(fn.value) != shared:
             # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
             self.check(self.lib.cuFuncSetAttribute(fn, 8, shared),
                        f"cuFuncSetAttribute({shared} bytes of shared memory)")

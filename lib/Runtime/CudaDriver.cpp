@@ -19,6 +19,7 @@ struct CudaDriver::Api {
   int (*cuModuleLoadDataEx)(void **, const void *, unsigned, int *, void **);
   int (*cuModuleGetFunction)(void **, void *, const char *);
   int (*cuFuncSetAttribute)(void *, int, int);
+  int (*cuFuncGetAttribute)(int *, int, void *);
   int (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
                         unsigned, unsigned, unsigned, void *, void **, void **);
   int (*cuCtxSynchronize)();
@@ -79,6 +80,7 @@ bool CudaDriver::open(std::string &error) {
   load(api->cuModuleLoadDataEx, "cuModuleLoadDataEx");
   load(api->cuModuleGetFunction, "cuModuleGetFunction");
   load(api->cuFuncSetAttribute, "cuFuncSetAttribute");
+  load(api->cuFuncGetAttribute, "cuFuncGetAttribute");
   load(api->cuLaunchKernel, "cuLaunchKernel");
   load(api->cuCtxSynchronize, "cuCtxSynchronize");
   load(api->cuMemAlloc, "cuMemAlloc_v2");
@@ -146,16 +148,22 @@ bool CudaDriver::getFunction(void *module, const std::string &name,
 
 bool CudaDriver::reserveSharedMemory(void *function, int64_t bytes,
                                      std::string &error) {
-  if (bytes < 0 || bytes > maxSharedBytes) {
-    error = "the kernel needs " + std::to_string(bytes) +
+  // The kernel's static shared memory (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+  // = 1, e.g. gpu.all_reduce's buffers) comes on top of the dynamic bytes.
+  int staticBytes = 0;
+  if (!check(api->cuFuncGetAttribute(&staticBytes, 1, function),
+             "cuFuncGetAttribute(SHARED_SIZE_BYTES)", error))
+    return false;
+  if (bytes < 0 || staticBytes + bytes > maxSharedBytes) {
+    error = "the kernel needs " + std::to_string(staticBytes + bytes) +
             " bytes of shared memory per block; this GPU (" + chip_ +
             ") gives at most " + std::to_string(maxSharedBytes) +
             " (compile with smaller tiles)";
     return false;
   }
-  // Above 48 KiB a kernel must opt in:
+  // Above 48 KiB in all a kernel must opt in:
   // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8.
-  if (bytes <= 48 * 1024)
+  if (staticBytes + bytes <= 48 * 1024)
     return true;
   return check(api->cuFuncSetAttribute(function, 8, static_cast<int>(bytes)),
                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", error);

@@ -426,10 +426,16 @@ struct SoftmaxKernel : IndexBuilder {
       storeWord(slot, arith::BitcastOp::create(b, loc, b.getI32Type(), m));
       storeWord(add(slot, c(1)),
                 arith::BitcastOp::create(b, loc, b.getI32Type(), l));
-      // The partial is visible before the arrival counts. (Explicit fences:
-      // NVPTX emits orderings of atomicrmw as relaxed atoms.)
-      LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release, "device");
-      atomicAdd(arrived, LLVM::AtomicOrdering::monotonic);
+      // The partial is visible before the arrival counts: a release
+      // reduction, as PTX has it (NVPTX emits the orderings of atomicrmw as
+      // relaxed atoms, and a fence would wait for the stores).
+      LLVM::InlineAsmOp::create(
+          b, loc, TypeRange{}, ValueRange{wordPointer(arrived)},
+          "red.release.gpu.global.add.u32 [$0], 1;", "l,~{memory}",
+          /*has_side_effects=*/true, /*is_align_stack=*/false,
+          LLVM::tailcallkind::TailCallKind::None,
+          /*asm_dialect=*/LLVM::AsmDialectAttr(),
+          /*operand_attrs=*/ArrayAttr());
       Value pointer = wordPointer(arrived);
       auto wait = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
       {
@@ -448,8 +454,9 @@ struct SoftmaxKernel : IndexBuilder {
             b, loc, arith::ConstantIntOp::create(b, loc, 32, 32));
         scf::YieldOp::create(b, loc);
       }
-      LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::acquire, "device");
     });
+    // The acquiring load of thread 0, then the barrier, order every
+    // thread's reads of the partials after their writes.
     gpu::BarrierOp::create(b, loc);
     // Each thread merges every threads-th partial, then the block merges.
     auto gather = scf::ForOp::create(b, loc, tid, splits, threads,
@@ -718,16 +725,17 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
         return signalPassFailure();
       }
     // A block's tile must fit the shared memory a block may have (227 KiB
-    // on sm_90, 163 KiB on sm_80; the runtime refuses more at launch).
-    if (vectorsPerThread < 1 ||
-        vectorsPerThread * 16 * std::max<int64_t>(threads, splitThreads) >
+    // on sm_90, 163 KiB on sm_80; the runtime refuses more at launch): f32
+    // tiles are the largest.
+    if (elementsPerThread < 1 ||
+        elementsPerThread * 4 * std::max<int64_t>(threads, splitThreads) >
             163 * 1024) {
       getOperation()->emitError()
-          << "attn-softmax-to-gpu: vectors-per-thread must be at least 1 and "
-             "its tile (threads x vectors-per-thread x 16 bytes) at most "
-             "163 KiB, got "
-          << static_cast<int64_t>(vectorsPerThread) << " x "
-          << static_cast<int64_t>(threads);
+          << "attn-softmax-to-gpu: elements-per-thread must be at least 1 "
+             "and a block's f32 tile (threads x elements-per-thread x 4 "
+             "bytes) at most 163 KiB, got "
+          << static_cast<int64_t>(elementsPerThread) << " x "
+          << std::max<int64_t>(threads, splitThreads);
       return signalPassFailure();
     }
     SmallVector<SoftmaxOp> ops;
@@ -748,7 +756,12 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
              << inType.getRank() << "; collapse the outer dims first";
     int64_t width = 128 / inType.getElementTypeBitWidth();
     int64_t elementBytes = inType.getElementTypeBitWidth() / 8;
-    int64_t vectors = vectorsPerThread;
+    if (elementsPerThread % width != 0)
+      return op.emitOpError()
+             << "cannot copy " << static_cast<int64_t>(elementsPerThread)
+             << " elements per thread in 16-byte vectors of " << width
+             << " (elements-per-thread must be a multiple of " << width << ")";
+    int64_t vectors = elementsPerThread / width;
 
     rewriter.setInsertionPoint(op);
     IndexBuilder h{rewriter, loc};

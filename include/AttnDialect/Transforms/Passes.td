@@ -187,10 +187,12 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
            "32, at most 1024)">,
     Option<"splitThreads", "split-threads", "int64_t", /*default=*/"256",
            "threads per block for rows split across blocks">,
-    Option<"vectorsPerThread", "vectors-per-thread", "int64_t",
-           /*default=*/"8",
-           "16-byte vectors each thread copies into the block's tile in "
-           "shared memory (4 f32 or 8 f16/bf16 elements each)">
+    Option<"elementsPerThread", "elements-per-thread", "int64_t",
+           /*default=*/"64",
+           "elements each thread copies into the block's tile in shared "
+           "memory, in 16-byte vectors (a multiple of 4 for f32, 8 for "
+           "f16/bf16): 16 vectors f32, 8 f16, as a thread's registers hold "
+           "its vectors widened to f32">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
