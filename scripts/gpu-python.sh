@@ -16,6 +16,7 @@ grep "attn:" /tmp/python-build.log
 export PYTHONPATH=$PWD/build-python/python:/tmp/site
 status=0
 ATTN_TEST_BUNDLE=gpu-bundles/f16-d64-causal-bundle.json \
+  ATTN_TEST_SOFTMAX_BUNDLE=gpu-bundles/softmax-f32-bundle.json \
   python3 -m pytest -q -rs -p no:cacheprovider python/tests || status=1
 python3 bench/python_row.py gpu-bundles/bench-bf16-d128-causal-bundle.json --causal --batch=8 --heads=16 --n=2048 || status=1
 exit $status

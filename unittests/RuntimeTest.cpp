@@ -94,6 +94,54 @@ TEST(RuntimeLaunch, PacksMemrefDescriptorsAndScalars) {
   EXPECT_FALSE(launch.params(none, params, error));
 }
 
+TEST(RuntimeExpr, SmCountAndWorkspaceComeFromTheEnvironment) {
+  Expr expr;
+  std::string error;
+  std::vector<Argument> args(1);
+  args[0].shape = {64, 1 << 20};
+  // The softmax kernel's blocks: a row split across up to one block per SM.
+  ASSERT_TRUE(Expr::parse("mul(dim(%arg0, 0), min(ceildiv(dim(%arg0, 1), "
+                          "8192), sm_count))",
+                          expr, error))
+      << error;
+  int64_t value = 0;
+  EXPECT_FALSE(evaluateIndex(expr, args, value, error));
+  EXPECT_NE(error.find("needs the GPU's SM count (sm_count)"),
+            std::string::npos)
+      << error;
+  Environment environment;
+  environment.smCount = 132;
+  ASSERT_TRUE(evaluateIndex(expr, args, value, error, &environment)) << error;
+  EXPECT_EQ(value, 64 * 128);
+  environment.smCount = 100;
+  ASSERT_TRUE(evaluateIndex(expr, args, value, error, &environment)) << error;
+  EXPECT_EQ(value, 64 * 100);
+
+  // The workspace is a memref<?xi32> operand: a 1-D descriptor of words.
+  Launch launch;
+  for (const char *text : {"workspace", "sm_count"}) {
+    launch.operands.emplace_back();
+    ASSERT_TRUE(Expr::parse(text, launch.operands.back(), error)) << error;
+  }
+  std::vector<Param> params;
+  EXPECT_FALSE(launch.params(args, params, error, &environment));
+  EXPECT_NE(error.find("needs the runtime's workspace"), std::string::npos)
+      << error;
+  environment.workspace = 0x2000;
+  environment.workspaceBytes = 64;
+  ASSERT_TRUE(launch.params(args, params, error, &environment)) << error;
+  ASSERT_EQ(params.size(), 5u + 1u);
+  EXPECT_EQ(params[0].pointer, 0x2000u);
+  EXPECT_EQ(params[1].pointer, 0x2000u);
+  EXPECT_EQ(params[2].i64, 0);
+  EXPECT_EQ(params[3].i64, 16);
+  EXPECT_EQ(params[4].i64, 1);
+  EXPECT_EQ(params[5].i64, 100);
+  // The workspace is not an index.
+  ASSERT_TRUE(Expr::parse("add(workspace, 1)", expr, error));
+  EXPECT_FALSE(evaluateIndex(expr, args, value, error, &environment));
+}
+
 std::string writeBundle(const std::string &name, const std::string &json,
                         bool withPtx = true) {
   std::string dir = ::testing::TempDir();

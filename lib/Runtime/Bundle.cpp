@@ -335,8 +335,7 @@ bool attn_runtime::evaluateIndex(const Expr &expr,
 }
 
 bool Launch::params(const std::vector<Argument> &args, std::vector<Param> &out,
-                    std::string &error,
-                    const Environment *environment) const {
+                    std::string &error, const Environment *environment) const {
   out.clear();
   auto pushMemRef = [&](uint64_t address, const std::vector<int64_t> &shape) {
     // A dense row-major memref: allocated and aligned pointer, offset 0,

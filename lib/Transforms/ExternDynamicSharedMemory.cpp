@@ -21,8 +21,7 @@ using namespace mlir;
 namespace {
 
 struct ExternDynamicSharedMemoryPass
-    : attn::impl::ExternDynamicSharedMemoryBase<
-          ExternDynamicSharedMemoryPass> {
+    : attn::impl::ExternDynamicSharedMemoryBase<ExternDynamicSharedMemoryPass> {
   void runOnOperation() override {
     getOperation()->walk([](LLVM::GlobalOp global) {
       auto array = dyn_cast<LLVM::LLVMArrayType>(global.getGlobalType());

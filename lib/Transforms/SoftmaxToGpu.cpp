@@ -166,8 +166,7 @@ struct SoftmaxKernel : IndexBuilder {
     Type element = cast<MemRefType>(buffer.getType()).getElementType();
     Value address = memref::ExtractAlignedPointerAsIndexOp::create(
         b, loc, b.getIndexType(), buffer);
-    return rem(div(address, c(element.getIntOrFloatBitWidth() / 8)),
-               c(width));
+    return rem(div(address, c(element.getIntOrFloatBitWidth() / 8)), c(width));
   }
 
   /// The block's (row, split) and the flat ranges they cover. Split rows
@@ -177,10 +176,13 @@ struct SoftmaxKernel : IndexBuilder {
     Value single = cmp(arith::CmpIPredicate::eq, splits, c(1));
     ValueRange place = select(
         single, {b.getIndexType(), b.getIndexType()},
-        [&]() -> SmallVector<Value> { return {blockId, c(0)}; },
+        [&]() -> SmallVector<Value> {
+          return {blockId, c(0)};
+        },
         [&]() -> SmallVector<Value> {
           onlyIf(isThreadZero(), [&] {
-            Value ticket = atomicAdd(c(kTicketWord), LLVM::AtomicOrdering::monotonic);
+            Value ticket =
+                atomicAdd(c(kTicketWord), LLVM::AtomicOrdering::monotonic);
             memref::StoreOp::create(b, loc, ticket, ticketSlot, c(0));
           });
           gpu::BarrierOp::create(b, loc);
@@ -199,8 +201,7 @@ struct SoftmaxKernel : IndexBuilder {
     // written element by element, its vectors starting at the row's start.
     Value zero = c(0);
     vectorIn = cmp(arith::CmpIPredicate::eq, phase(in), zero);
-    vectorOut =
-        both(vectorIn, cmp(arith::CmpIPredicate::eq, phase(out), zero));
+    vectorOut = both(vectorIn, cmp(arith::CmpIPredicate::eq, phase(out), zero));
     Value head = arith::SelectOp::create(b, loc, vectorIn,
                                          rem(rowStart, c(width)), zero);
     sliceStart = add(sub(rowStart, head), mul(split, mul(sliceTiles, tile())));
@@ -214,9 +215,8 @@ struct SoftmaxKernel : IndexBuilder {
   }
   /// Whether [p, p + width) has elements of the row.
   Value touches(Value p) {
-    return both(
-        cmp(arith::CmpIPredicate::sgt, add(p, c(width)), rowStart),
-        cmp(arith::CmpIPredicate::slt, p, rowEnd));
+    return both(cmp(arith::CmpIPredicate::sgt, add(p, c(width)), rowStart),
+                cmp(arith::CmpIPredicate::slt, p, rowEnd));
   }
   Value insideRow(Value p) {
     return both(cmp(arith::CmpIPredicate::sge, p, rowStart),
@@ -240,8 +240,8 @@ struct SoftmaxKernel : IndexBuilder {
         whole(p), types,
         [&] {
           Value v = vector::LoadOp::create(
-              b, loc, VectorType::get({width}, element), buffer,
-              ValueRange{at}, /*nontemporal=*/false, llvm::Align(16));
+              b, loc, VectorType::get({width}, element), buffer, ValueRange{at},
+              /*nontemporal=*/false, llvm::Align(16));
           SmallVector<Value> xs;
           for (int64_t i = 0; i < width; ++i)
             xs.push_back(widen(vector::ExtractOp::create(b, loc, v, i)));
@@ -257,10 +257,12 @@ struct SoftmaxKernel : IndexBuilder {
                   xs.push_back(select(
                       inside, b.getF32Type(),
                       [&]() -> SmallVector<Value> {
-                        return {widen(memref::LoadOp::create(
-                            b, loc, buffer, add(at, c(i))))};
+                        return {widen(memref::LoadOp::create(b, loc, buffer,
+                                                             add(at, c(i))))};
                       },
-                      [&]() -> SmallVector<Value> { return {f32(kNegInf)}; })[0]);
+                      [&]() -> SmallVector<Value> {
+                        return {f32(kNegInf)};
+                      })[0]);
                 }
                 return xs;
               },
@@ -309,9 +311,9 @@ struct SoftmaxKernel : IndexBuilder {
       auto op = scf::IfOp::create(b, loc, whole(p), /*withElseRegion=*/true);
       OpBuilder::InsertionGuard branch(b);
       b.setInsertionPoint(op.thenBlock()->getTerminator());
-      NVVM::CpAsyncOp::create(b, loc, pointer(stage, at, 3),
-                              pointer(in, p, 1), b.getI32IntegerAttr(16),
-                              cacheGlobal, /*cpSize=*/Value());
+      NVVM::CpAsyncOp::create(b, loc, pointer(stage, at, 3), pointer(in, p, 1),
+                              b.getI32IntegerAttr(16), cacheGlobal,
+                              /*cpSize=*/Value());
       b.setInsertionPoint(op.elseBlock()->getTerminator());
       onlyIf(touches(p), [&] {
         for (int64_t i = 0; i < width; ++i) {
@@ -335,9 +337,8 @@ struct SoftmaxKernel : IndexBuilder {
     Type element = cast<MemRefType>(out.getType()).getElementType();
     SmallVector<Value> narrow;
     for (Value y : ys)
-      narrow.push_back(element.isF32()
-                           ? y
-                           : arith::TruncFOp::create(b, loc, element, y));
+      narrow.push_back(
+          element.isF32() ? y : arith::TruncFOp::create(b, loc, element, y));
     if (wholeVector) {
       Value v = vector::FromElementsOp::create(
           b, loc, VectorType::get({width}, element), narrow);
@@ -373,11 +374,11 @@ struct SoftmaxKernel : IndexBuilder {
   /// The row's max and sum over the block, from each thread's.
   std::pair<Value, Value> blockReduce(Value m, Value l) {
     MLIRContext *ctx = b.getContext();
-    Value rowMax = gpu::AllReduceOp::create(
-        b, loc, m,
-        gpu::AllReduceOperationAttr::get(ctx,
-                                         gpu::AllReduceOperation::MAXIMUMF),
-        b.getUnitAttr());
+    Value rowMax =
+        gpu::AllReduceOp::create(b, loc, m,
+                                 gpu::AllReduceOperationAttr::get(
+                                     ctx, gpu::AllReduceOperation::MAXIMUMF),
+                                 b.getUnitAttr());
     Value rowSum = gpu::AllReduceOp::create(
         b, loc, arith::MulFOp::create(b, loc, l, expMinus(m, rowMax)),
         gpu::AllReduceOperationAttr::get(ctx, gpu::AllReduceOperation::ADD),
@@ -450,8 +451,8 @@ struct SoftmaxKernel : IndexBuilder {
             b, loc, cmp(arith::CmpIPredicate::ult, count, expected),
             ValueRange{});
         b.createBlock(&wait.getAfter());
-        NVVM::NanosleepOp::create(
-            b, loc, arith::ConstantIntOp::create(b, loc, 32, 32));
+        NVVM::NanosleepOp::create(b, loc,
+                                  arith::ConstantIntOp::create(b, loc, 32, 32));
         scf::YieldOp::create(b, loc);
       }
     });
@@ -470,9 +471,9 @@ struct SoftmaxKernel : IndexBuilder {
             b, loc, b.getF32Type(),
             memref::LoadOp::create(b, loc, workspace, w));
       };
-      auto [mm, ll] = merge(gather.getRegionIterArgs()[0],
-                            gather.getRegionIterArgs()[1], word(slot),
-                            word(add(slot, c(1))));
+      auto [mm, ll] =
+          merge(gather.getRegionIterArgs()[0], gather.getRegionIterArgs()[1],
+                word(slot), word(add(slot, c(1))));
       scf::YieldOp::create(b, loc, ValueRange{mm, ll});
     }
     auto total = blockReduce(gather.getResult(0), gather.getResult(1));
@@ -524,7 +525,9 @@ struct SoftmaxKernel : IndexBuilder {
           auto [rowMax, rowSum] = mergeSplits(blockMax, blockSum);
           return {rowMax, rowSum};
         },
-        [&]() -> SmallVector<Value> { return {blockMax, blockSum}; });
+        [&]() -> SmallVector<Value> {
+          return {blockMax, blockSum};
+        });
     return {total[0], total[1]};
   }
 
@@ -546,7 +549,6 @@ struct SoftmaxKernel : IndexBuilder {
 
   using StagedBody = llvm::function_ref<SmallVector<Value>(
       Value, ArrayRef<Value>, ValueRange)>;
-
 
   /// Emits `body(p, xs, acc)` for each of this thread's vectors of the
   /// staged tile, threading `init` through as acc; xs are f32, -inf outside
@@ -580,8 +582,8 @@ struct SoftmaxKernel : IndexBuilder {
         acc = visit();
         continue;
       }
-      auto op = scf::IfOp::create(b, loc, TypeRange(ValueRange(acc)),
-                                  inTile(k), /*withElseRegion=*/!acc.empty());
+      auto op = scf::IfOp::create(b, loc, TypeRange(ValueRange(acc)), inTile(k),
+                                  /*withElseRegion=*/!acc.empty());
       OpBuilder::InsertionGuard guard(b);
       if (acc.empty()) {
         b.setInsertionPoint(op.thenBlock()->getTerminator());
@@ -605,10 +607,10 @@ struct SoftmaxKernel : IndexBuilder {
     // used ones bound them.
     Value first = position(sliceStart, 0);
     Value last = position(sliceStart, sub(used, c(1)));
-    Value whole = both(
-        vectorOut,
-        both(cmp(arith::CmpIPredicate::sge, first, rowStart),
-             cmp(arith::CmpIPredicate::sle, add(last, c(width)), rowEnd)));
+    Value whole =
+        both(vectorOut,
+             both(cmp(arith::CmpIPredicate::sge, first, rowStart),
+                  cmp(arith::CmpIPredicate::sle, add(last, c(width)), rowEnd)));
     Value everyLane = arith::ConstantIntOp::create(b, loc, -1, 32);
     return NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), everyLane, whole,
                                     NVVM::VoteSyncKind::all);
@@ -644,28 +646,27 @@ struct SoftmaxKernel : IndexBuilder {
     Type f32Type = b.getF32Type();
     SmallVector<Value> stats =
         byVectors(warpWhole, {f32Type, f32Type}, [&](Vectors kind) {
-      return forEachStaged(
-          kind, {f32(kNegInf), f32(0)},
-          [&](Value, ArrayRef<Value> xs,
-              ValueRange acc) -> SmallVector<Value> {
-            Value m = acc[0];
-            for (Value x : xs)
-              m = arith::MaximumFOp::create(b, loc, m, x);
-            Value shift = finiteMax(m);
-            Value l = arith::MulFOp::create(b, loc, acc[1],
-                                            expFrom(acc[0], shift));
-            for (Value x : xs)
-              l = arith::AddFOp::create(b, loc, l, expFrom(x, shift));
-            return {m, l};
-          });
-    });
+          return forEachStaged(kind, {f32(kNegInf), f32(0)},
+                               [&](Value, ArrayRef<Value> xs,
+                                   ValueRange acc) -> SmallVector<Value> {
+                                 Value m = acc[0];
+                                 for (Value x : xs)
+                                   m = arith::MaximumFOp::create(b, loc, m, x);
+                                 Value shift = finiteMax(m);
+                                 Value l = arith::MulFOp::create(
+                                     b, loc, acc[1], expFrom(acc[0], shift));
+                                 for (Value x : xs)
+                                   l = arith::AddFOp::create(b, loc, l,
+                                                             expFrom(x, shift));
+                                 return {m, l};
+                               });
+        });
     auto [rowMax, rowSum] = rowStatistics(stats[0], stats[1]);
     Value scale = inverse(rowSum);
     Value rowShift = finiteMax(rowMax);
     byVectors(warpWhole, {}, [&](Vectors kind) {
       forEachStaged(kind, {}, [&](Value p, ArrayRef<Value> xs, ValueRange) {
-        store(p, probabilities(xs, rowShift, scale),
-              kind != Vectors::Checked);
+        store(p, probabilities(xs, rowShift, scale), kind != Vectors::Checked);
         return SmallVector<Value>();
       });
       return SmallVector<Value>();
@@ -687,7 +688,8 @@ struct SoftmaxKernel : IndexBuilder {
                                       sweep.getRegionIterArgs());
       b.setInsertionPointToStart(inner.getBody());
       Value m = inner.getRegionIterArgs()[0], l = inner.getRegionIterArgs()[1];
-      SmallVector<Value> xs = load(position(sliceStart, inner.getInductionVar()));
+      SmallVector<Value> xs =
+          load(position(sliceStart, inner.getInductionVar()));
       Value newMax = m;
       for (Value x : xs)
         newMax = arith::MaximumFOp::create(b, loc, newMax, x);
@@ -715,8 +717,8 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
   using SoftmaxToGpuBase::SoftmaxToGpuBase;
 
   void runOnOperation() override {
-    for (int64_t count : {static_cast<int64_t>(threads),
-                          static_cast<int64_t>(splitThreads)})
+    for (int64_t count :
+         {static_cast<int64_t>(threads), static_cast<int64_t>(splitThreads)})
       if (count < 32 || count > 1024 || count % 32 != 0) {
         getOperation()->emitError()
             << "attn-softmax-to-gpu: threads and split-threads must be "
@@ -777,8 +779,8 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     Value n = memref::DimOp::create(rewriter, loc, in, 1);
     // A row's vectors span width - 1 more elements than the row when N is
     // not a multiple of the width (rows start anywhere in a vector).
-    Value ragged = h.min(h.sub(n, h.mul(h.div(n, h.c(width)), h.c(width))),
-                         h.c(1));
+    Value ragged =
+        h.min(h.sub(n, h.mul(h.div(n, h.c(width)), h.c(width))), h.c(1));
     Value span = h.add(n, h.mul(ragged, h.c(width - 1)));
     // Threads: enough to hold a row, whole warps, at least 32; rows longer
     // than `threads` hold are split across blocks of `split-threads` (more
@@ -789,8 +791,8 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     Value blockSize = h.add(h.mul(fit, h.sub(h.c(1), split)),
                             h.mul(h.c(splitThreads), split));
     // Short rows use fewer vectors per thread than the 32 threads hold.
-    Value used = h.min(h.c(vectors),
-                       h.ceilDiv(span, h.mul(blockSize, h.c(width))));
+    Value used =
+        h.min(h.c(vectors), h.ceilDiv(span, h.mul(blockSize, h.c(width))));
     Value tileElements = h.mul(h.mul(blockSize, used), h.c(width));
     Value tiles = h.ceilDiv(span, tileElements);
     // At most one block per SM for a row, so all of a row's blocks can be
@@ -804,20 +806,19 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     Value workspace = WorkspaceOp::create(
         rewriter, loc,
         MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()), words);
-    Value stageBytes = arith::IndexCastOp::create(
-        rewriter, loc, rewriter.getI32Type(),
-        h.mul(tileElements, h.c(elementBytes)));
+    Value stageBytes =
+        arith::IndexCastOp::create(rewriter, loc, rewriter.getI32Type(),
+                                   h.mul(tileElements, h.c(elementBytes)));
 
     Value one = h.c(1);
     auto workgroup = gpu::AddressSpaceAttr::get(rewriter.getContext(),
                                                 gpu::AddressSpace::Workgroup);
     auto ticketType = MemRefType::get({1}, rewriter.getI32Type(),
                                       MemRefLayoutAttrInterface{}, workgroup);
-    auto launch = gpu::LaunchOp::create(rewriter, loc, blocks, one, one,
-                                        blockSize, one, one, stageBytes,
-                                        /*asyncTokenType=*/nullptr,
-                                        /*asyncDependencies=*/{},
-                                        TypeRange{ticketType});
+    auto launch = gpu::LaunchOp::create(
+        rewriter, loc, blocks, one, one, blockSize, one, one, stageBytes,
+        /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/{}, TypeRange{ticketType});
     {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(&launch.getBody().front());

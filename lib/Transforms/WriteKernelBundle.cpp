@@ -202,8 +202,9 @@ struct WriteKernelBundlePass
           if (auto workspace = operand.getDefiningOp<attn::WorkspaceOp>())
             workspaces.push_back(workspace);
         if (workspaces.size() > 1) {
-          launch.emitOpError() << "takes " << workspaces.size()
-                               << " attn.workspace buffers; the runtime has one";
+          launch.emitOpError()
+              << "takes " << workspaces.size()
+              << " attn.workspace buffers; the runtime has one";
           failedExpression = true;
           return;
         }

@@ -106,3 +106,41 @@ def test_torch_tensors_in_place(bundle):
         q.double(), k.double().repeat_interleave(4, 1),
         v.double().repeat_interleave(4, 1), is_causal=True)
     assert ((out.double() - want).norm() / want.norm()).item() < 2e-3
+
+
+@pytest.fixture(scope="module")
+def softmax_bundle(tmp_path_factory):
+    """An f32 softmax bundle with dynamic sizes (compiled here, or the
+    prebuilt one ATTN_TEST_SOFTMAX_BUNDLE names): its launch takes the
+    runtime's workspace and the GPU's SM count."""
+    if not attn.compiler_available:
+        prebuilt = os.environ.get("ATTN_TEST_SOFTMAX_BUNDLE")
+        if not prebuilt:
+            pytest.skip("runtime-only build and no ATTN_TEST_SOFTMAX_BUNDLE")
+        return prebuilt
+    directory = tmp_path_factory.mktemp("softmax")
+    attn.compile_gpu(attn.softmax("f32"), "sm_90", str(directory))
+    return str(directory / "bundle.json")
+
+
+def test_softmax_bundle_takes_a_workspace(softmax_bundle):
+    with open(softmax_bundle) as f:
+        launch = __import__("json").load(f)["functions"][0]["launches"][0]
+    assert "workspace" in launch["operands"]
+    assert "sm_count" in launch["workspace_bytes"]
+
+
+@needs_gpu
+def test_softmax_rows_split_across_blocks(softmax_bundle):
+    """Rows split across blocks meet through the workspace: the results are
+    right for one shape after another (the workspace grows and is left
+    zeroed), long rows and short ones."""
+    torch = pytest.importorskip("torch")
+    kernel = attn.Kernel(softmax_bundle)
+    for rows, n in ((5, 7), (3, 300007), (64, 1 << 18), (3, 300007), (1, 1 << 22)):
+        x = torch.randn(rows, n, device="cuda") * 30
+        x[0, ::5] = float("-inf")
+        y = torch.full_like(x, float("nan"))
+        kernel(x, y)
+        want = torch.softmax(x.double(), dim=-1)
+        assert ((y.double() - want).norm() / want.norm()).item() < 1e-6, (rows, n)

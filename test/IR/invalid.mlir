@@ -677,3 +677,19 @@ func.func @f(%po: tensor<1x8x1x64x4xf16>, %pl: tensor<1x8x1x4xf32>, %o: tensor<1
   %0 = attn.merge_splits ins(%po, %pl : tensor<1x8x1x64x4xf16>, tensor<1x8x1x4xf32>) outs(%o : tensor<1x8x1x64xf16>) -> tensor<1x8x1x64xf16>
   return
 }
+
+// -----
+
+func.func @f(%n: index) {
+  // expected-error @+1 {{'attn.workspace' op must be a memref<?xi32> in the default memory space (its size is `words`), got 'memref<16xi32>'}}
+  %ws = attn.workspace %n : memref<16xi32>
+  return
+}
+
+// -----
+
+func.func @f(%n: index) {
+  // expected-error @+1 {{'attn.workspace' op result #0 must be 1D memref of 32-bit signless integer values, but got 'memref<?xf32>'}}
+  %ws = attn.workspace %n : memref<?xf32>
+  return
+}

@@ -167,3 +167,12 @@ func.func @merge_splits(%po: tensor<1x8x1x64x4xf32>, %pl: tensor<1x8x1x4xf32>,
       outs(%do, %dl : tensor<?x?x?x128xbf16>, tensor<?x?x?xf32>) -> tensor<?x?x?x128xbf16>, tensor<?x?x?xf32>
   return %0, %1#0, %1#1 : tensor<1x8x1x64xf16>, tensor<?x?x?x128xbf16>, tensor<?x?x?xf32>
 }
+
+// CHECK-LABEL: func.func @runtime_values
+// CHECK: %[[SMS:.*]] = attn.multiprocessor_count : index
+// CHECK: attn.workspace %[[SMS]] : memref<?xi32>
+func.func @runtime_values() -> memref<?xi32> {
+  %sms = attn.multiprocessor_count : index
+  %ws = attn.workspace %sms : memref<?xi32>
+  return %ws : memref<?xi32>
+}

@@ -1,44 +1,92 @@
 // RUN: attn-opt %s --attn-softmax-to-gpu --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: attn-opt %s --attn-softmax-to-gpu="threads=256 split-threads=128 elements-per-thread=32" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=OPTIONS
+// RUN: not attn-opt %s --attn-softmax-to-gpu="threads=48" --split-input-file 2>&1 | FileCheck %s --check-prefix=THREADS
+// RUN: not attn-opt %s --attn-softmax-to-gpu="elements-per-thread=1024" --split-input-file 2>&1 | FileCheck %s --check-prefix=TILE
 
-// A block per row, on the op's buffers; threads from N (about two 16-byte
-// vectors each, whole warps, 64 to 1024). 16-byte vector loads when N is a
-// multiple of the vector width (8 f16), scalars otherwise. Rows of at most
-// two vectors per thread are loaded once into registers, reduced with
-// gpu.all_reduce (max, then sum) and written from there; longer rows sweep
-// twice: an online (max, sum), the reductions, then a writing sweep.
+// One gpu.launch on the op's buffers. Host side: a row spans N + 7 f16
+// elements of 16-byte vectors when N is not a multiple of 8; a block has
+// enough threads for a row (64 elements each), in whole warps, up to 512,
+// else split-threads (256) for a row split across blocks; a tile uses at
+// most 8 vectors per thread; a row is split across up to one block per SM
+// (attn.multiprocessor_count); the blocks exchange their (max, sum) in an
+// attn.workspace of 2 + 2 rows + 2 rows x splits words; the tile is dynamic
+// shared memory, one i32 of workgroup memory broadcasts a ticket.
 // CHECK-LABEL: func.func @softmax
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xf16>, %[[Y:.*]]: tensor<?x?xf16>)
 // CHECK-DAG: %[[IN:.*]] = bufferization.to_buffer %[[X]] read_only : tensor<?x?xf16> to memref<?x?xf16>
 // CHECK-DAG: %[[OUT:.*]] = bufferization.to_buffer %[[Y]] : tensor<?x?xf16> to memref<?x?xf16>
 // CHECK: %[[ROWS:.*]] = memref.dim %[[IN]], %c0
 // CHECK: %[[N:.*]] = memref.dim %[[IN]], %c1
-// CHECK: arith.ceildivui %[[N]], %c512
-// CHECK: %[[T:.*]] = arith.minui %{{.*}}, %c1024
-// CHECK: gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[ROWS]], {{.*}} threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%[[BS:.*]] = %[[T]],
-// CHECK:   %[[REM:.*]] = arith.remui %[[N]], %c8
-// CHECK:   %[[ALIGNED:.*]] = arith.cmpi eq, %[[REM]], %c0
-// CHECK:   scf.if %[[ALIGNED]]
-// CHECK:     %[[CAP:.*]] = arith.muli %[[T]], %c16
-// CHECK:     %[[FITS:.*]] = arith.cmpi ule, %[[N]], %[[CAP]]
-// CHECK:     scf.if %[[FITS]]
-// CHECK:       scf.if %{{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32)
-// CHECK:         vector.load %[[IN]][%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<?x?xf16>, vector<8xf16>
-// CHECK:       gpu.all_reduce maximumf %{{.*}} uniform
-// CHECK:       gpu.all_reduce add %{{.*}} uniform
-// CHECK:       vector.store %{{.*}}, %[[OUT]][%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<?x?xf16>, vector<8xf16>
-// CHECK:     } else {
-// CHECK:       scf.for {{.*}} iter_args
-// CHECK:         vector.load %[[IN]]
-// CHECK:         math.exp2
-// CHECK:       gpu.all_reduce maximumf
-// CHECK:       gpu.all_reduce add
-// CHECK:       scf.for
-// CHECK:         vector.store
+// CHECK: arith.divui %[[N]], %c8
+// CHECK: %[[SPAN:.*]] = arith.addi %[[N]], %{{.*}} : index
+// CHECK: arith.ceildivui %[[SPAN]], %c2048
+// CHECK: arith.divui %{{.*}}, %c513
+// CHECK: arith.muli %c256, %{{.*}}
+// CHECK: %[[T:.*]] = arith.addi
+// CHECK: %[[SMS:.*]] = attn.multiprocessor_count : index
+// CHECK: %[[SPLITS:.*]] = arith.minui %{{.*}}, %[[SMS]] : index
+// CHECK: %[[BLOCKS:.*]] = arith.muli %[[ROWS]], %[[SPLITS]] : index
+// CHECK: %[[WS:.*]] = attn.workspace %{{.*}} : memref<?xi32>
+// CHECK: %[[BYTES:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK: gpu.launch blocks(%[[BID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[BLOCKS]], {{.*}} threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[T]], {{.*}} dynamic_shared_memory_size %[[BYTES]] workgroup(%[[TICKET:.*]] : memref<1xi32, #gpu.address_space<workgroup>>)
+// CHECK:   %[[FLAT_IN:.*]] = memref.collapse_shape %[[IN]] {{\[}}[0, 1]] : memref<?x?xf16> into memref<?xf16>
+// CHECK:   %[[FLAT_OUT:.*]] = memref.collapse_shape %[[OUT]]
+// CHECK:   %[[SHARED:.*]] = gpu.dynamic_shared_memory
+// CHECK:   %[[STAGE:.*]] = memref.view %[[SHARED]]
+// Split rows: a ticket, in the order blocks start, picks (row, split).
+// CHECK:   scf.if %{{.*}} -> (index, index)
 // CHECK:   } else {
-// CHECK:     memref.load %[[IN]]
-// CHECK:     memref.store %{{.*}}, %[[OUT]]
+// CHECK:     llvm.atomicrmw add %{{.*}}, %{{.*}} syncscope("device") monotonic
+// CHECK:     memref.store %{{.*}}, %[[TICKET]]
+// CHECK:     gpu.barrier
+// The input's alignment decides between vectors and elements.
+// CHECK:   memref.extract_aligned_pointer_as_index %[[FLAT_IN]]
+// A warp whose vectors all lie in the row skips per-vector checks: the
+// tile's 16-byte copies go to shared memory with cp.async.
+// CHECK:   nvvm.vote.sync all
+// CHECK:   nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>
+// CHECK:   nvvm.cp.async.commit.group
+// CHECK:   nvvm.cp.async.wait.group 0
+// Vectors that straddle a row's ends are copied element by element.
+// CHECK:   memref.load %[[FLAT_IN]]
+// CHECK:   memref.store %{{.*}}, %[[STAGE]]
+// The block's (max, sum) from the staged tile.
+// CHECK:   vector.load %[[STAGE]]
+// CHECK:   math.exp2
+// CHECK:   gpu.all_reduce maximumf
+// CHECK:   gpu.all_reduce add
+// Split rows publish their partial, release it, wait for the row's other
+// blocks, merge theirs, and the last to leave zeroes the row's words.
+// CHECK:   memref.store %{{.*}}, %[[WS]]
+// CHECK:   llvm.inline_asm has_side_effects "red.release.gpu.global.add.u32 [$0], 1;"
+// CHECK:   scf.while
+// CHECK:     llvm.load %{{.*}} atomic syncscope("device") acquire
+// CHECK:     nvvm.nanosleep
+// CHECK:   gpu.barrier
+// CHECK:   scf.for %{{.*}} = %[[TID]] to %[[SPLITS]] step %[[T]]
+// CHECK:     memref.load %[[WS]]
+// CHECK:   gpu.all_reduce maximumf
+// CHECK:   gpu.all_reduce add
+// CHECK:   llvm.atomicrmw add
+// CHECK:   memref.store %{{.*}}, %[[WS]]
+// The probabilities are written from shared memory, 16 bytes at a time.
+// CHECK:   vector.load %[[STAGE]]
+// CHECK:   vector.store %{{.*}}, %[[FLAT_OUT]][%{{.*}}] {alignment = 16 : i64} : memref<?xf16>, vector<8xf16>
+// Slices of several tiles (rows longer than one tile per SM) sweep twice.
+// CHECK:   scf.for
+// CHECK:     scf.for
+// CHECK:       vector.load %[[FLAT_IN]]
 // CHECK: %[[R:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK: return %[[R]]
+
+// OPTIONS-LABEL: func.func @softmax
+// OPTIONS: arith.ceildivui %{{.*}}, %c1024
+// OPTIONS: arith.divui %{{.*}}, %c257
+// OPTIONS: arith.muli %c128, %{{.*}}
+// OPTIONS: arith.minui %c4, %{{.*}}
+
+// THREADS: attn-softmax-to-gpu: threads and split-threads must be multiples of 32 in [32, 1024], got 48
+// TILE: attn-softmax-to-gpu: elements-per-thread must be at least 1 and a block's f32 tile (threads x elements-per-thread x 4 bytes) at most 163 KiB, got 1024 x 512
 func.func @softmax(%x: tensor<?x?xf16>, %y: tensor<?x?xf16>) -> tensor<?x?xf16> {
   %r = attn.softmax ins(%x : tensor<?x?xf16>) outs(%y : tensor<?x?xf16>) -> tensor<?x?xf16>
   return %r : tensor<?x?xf16>
