@@ -287,9 +287,10 @@ struct SoftmaxKernel : IndexBuilder {
 
   /// Copies this thread's vectors of the tile at `tileStart` into `stage`:
   /// cp.async for whole vectors (no registers held while they are in
-  /// flight), element copies where a vector straddles an end of the row.
-  /// Each thread later reads only what it copied, so waiting for its own
-  /// copies is enough.
+  /// flight), element copies where a vector straddles an end of the row
+  /// (-inf outside it), so the staged vectors are all read whole. Each
+  /// thread later reads only what it copied, so waiting for its own copies
+  /// is enough.
   void copyTile(Value tileStart, Vectors kind) {
     bool wholeTile = kind != Vectors::Checked;
     auto cacheGlobal = NVVM::LoadCacheModifierKindAttr::get(
@@ -314,17 +315,23 @@ struct SoftmaxKernel : IndexBuilder {
       NVVM::CpAsyncOp::create(b, loc, pointer(stage, at, 3), pointer(in, p, 1),
                               b.getI32IntegerAttr(16), cacheGlobal,
                               /*cpSize=*/Value());
+      // Elements outside the row are staged as -inf, so that every staged
+      // vector is read whole.
       b.setInsertionPoint(op.elseBlock()->getTerminator());
-      onlyIf(touches(p), [&] {
-        for (int64_t i = 0; i < width; ++i) {
-          Value q = add(p, c(i));
-          onlyIf(insideRow(q), [&] {
-            memref::StoreOp::create(b, loc,
-                                    memref::LoadOp::create(b, loc, in, q),
-                                    stage, add(at, c(i)));
-          });
-        }
-      });
+      Type element = cast<MemRefType>(in.getType()).getElementType();
+      for (int64_t i = 0; i < width; ++i) {
+        Value q = add(p, c(i));
+        Value x = select(
+            insideRow(q), element,
+            [&]() -> SmallVector<Value> {
+              return {memref::LoadOp::create(b, loc, in, q)};
+            },
+            [&]() -> SmallVector<Value> {
+              return {arith::ConstantOp::create(
+                  b, loc, b.getFloatAttr(element, kNegInf))};
+            })[0];
+        memref::StoreOp::create(b, loc, x, stage, add(at, c(i)));
+      }
     }
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
@@ -552,19 +559,16 @@ struct SoftmaxKernel : IndexBuilder {
 
   /// Emits `body(p, xs, acc)` for each of this thread's vectors of the
   /// staged tile, threading `init` through as acc; xs are f32, -inf outside
-  /// the row. Unrolled: vectors past `used` are skipped unless `kind` is
-  /// Whole, and checked against the row's ends if it is Checked.
+  /// the row (copyTile staged them so). Unrolled: vectors past `used` are
+  /// skipped unless `kind` is Whole.
   SmallVector<Value> forEachStaged(Vectors kind, ValueRange init,
                                    StagedBody body) {
-    bool whole = kind != Vectors::Checked;
     Type element = cast<MemRefType>(stage.getType()).getElementType();
     SmallVector<Value> acc(init);
     for (int64_t k = 0; k < vectors; ++k) {
       auto visit = [&]() -> SmallVector<Value> {
         Value at = position(c(0), k);
         Value p = add(sliceStart, at);
-        if (!whole)
-          return body(p, read(p, stage, sliceStart), acc);
         Value v = vector::LoadOp::create(
             b, loc, VectorType::get({width}, element), stage, ValueRange{at},
             /*nontemporal=*/false, llvm::Align(16));
