@@ -26,6 +26,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <array>
+
 namespace mlir::attn {
 #define GEN_PASS_DEF_SOFTMAXTOGPU
 #include "AttnDialect/Transforms/Passes.h.inc"
@@ -36,12 +38,11 @@ using namespace mlir::attn;
 
 namespace {
 
-/// Workspace layout, in 32-bit words: the ticket counter, the count of
-/// blocks that finished, then per row an arrival and a departure counter,
-/// then per (row, split) the split's (max, sum) as f32 bits.
+/// Workspace layout, in 32-bit words: the ticket counter, then per row an
+/// arrival and a departure counter, then per (row, split) the split's
+/// (max, sum) as f32 bits.
 constexpr int64_t kTicketWord = 0;
-constexpr int64_t kFinishedWord = 1;
-constexpr int64_t kCounterWords = 2;
+constexpr int64_t kCounterWords = 1;
 
 /// Index arithmetic with less noise.
 struct IndexBuilder {
@@ -83,9 +84,9 @@ struct SoftmaxKernel : IndexBuilder {
 
   Value f32(double v) { return f32Constant(b, loc, v); }
 
-  /// What a tile's vectors need: Whole, every vector of the tile lies in
+  /// What a warp's vectors need: Whole, every vector of the tile lies in
   /// the row; WholeUsed, those the tile uses (`used`) do; Checked, each is
-  /// checked against the row's ends and `used`.
+  /// copied and written checked against the row's ends (and `used`).
   enum class Vectors { Whole, WholeUsed, Checked };
   Value tile() { return mul(mul(threads, used), c(width)); }
 
@@ -184,6 +185,16 @@ struct SoftmaxKernel : IndexBuilder {
             Value ticket =
                 atomicAdd(c(kTicketWord), LLVM::AtomicOrdering::monotonic);
             memref::StoreOp::create(b, loc, ticket, ticketSlot, c(0));
+            // The last ticket: every block has taken its own, so the
+            // counter can be zeroed for the next launch.
+            Value last = arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                                    sub(blocks, c(1)));
+            onlyIf(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         ticket, last),
+                   [&] {
+                     storeWord(c(kTicketWord),
+                               arith::ConstantIntOp::create(b, loc, 0, 32));
+                   });
           });
           gpu::BarrierOp::create(b, loc);
           Value ticket = arith::IndexCastOp::create(
@@ -223,24 +234,21 @@ struct SoftmaxKernel : IndexBuilder {
                 cmp(arith::CmpIPredicate::slt, p, rowEnd));
   }
 
-  /// The vector at flat position `p` as f32, -inf outside the row: one
-  /// 16-byte load inside, element loads where it straddles an end. `buffer`
-  /// holds the row from flat position `origin` on: the input (origin 0) or
-  /// the staged tile.
-  SmallVector<Value> read(Value p, Value buffer, Value origin) {
-    Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  /// The input's vector at flat position `p` as f32, -inf outside the row:
+  /// one 16-byte load inside, element loads where it straddles an end.
+  SmallVector<Value> load(Value p) {
+    Type element = cast<MemRefType>(in.getType()).getElementType();
     auto widen = [&](Value x) -> Value {
       return x.getType().isF32()
                  ? x
                  : arith::ExtFOp::create(b, loc, b.getF32Type(), x).getResult();
     };
-    Value at = sub(p, origin);
     SmallVector<Type> types(width, b.getF32Type());
     ValueRange xs = select(
         whole(p), types,
         [&] {
           Value v = vector::LoadOp::create(
-              b, loc, VectorType::get({width}, element), buffer, ValueRange{at},
+              b, loc, VectorType::get({width}, element), in, ValueRange{p},
               /*nontemporal=*/false, llvm::Align(16));
           SmallVector<Value> xs;
           for (int64_t i = 0; i < width; ++i)
@@ -257,8 +265,8 @@ struct SoftmaxKernel : IndexBuilder {
                   xs.push_back(select(
                       inside, b.getF32Type(),
                       [&]() -> SmallVector<Value> {
-                        return {widen(memref::LoadOp::create(b, loc, buffer,
-                                                             add(at, c(i))))};
+                        return {widen(
+                            memref::LoadOp::create(b, loc, in, add(p, c(i))))};
                       },
                       [&]() -> SmallVector<Value> {
                         return {f32(kNegInf)};
@@ -270,7 +278,6 @@ struct SoftmaxKernel : IndexBuilder {
         });
     return llvm::to_vector(xs);
   }
-  SmallVector<Value> load(Value p) { return read(p, in, c(0)); }
 
   /// A pointer to element `index` of `buffer` in LLVM address space
   /// `space` (1 global, 3 shared), for cp.async.
@@ -421,7 +428,7 @@ struct SoftmaxKernel : IndexBuilder {
 
   /// The row's (max, sum) from every split's: publish this block's, wait
   /// until the row's blocks have all published, merge theirs.
-  std::pair<Value, Value> mergeSplits(Value m, Value l) {
+  std::array<Value, 3> mergeSplits(Value m, Value l) {
     Value arrived = add(c(kCounterWords), row);
     Value departed = add(add(c(kCounterWords), rows), row);
     Value partials = add(c(kCounterWords), mul(rows, c(2)));
@@ -483,59 +490,61 @@ struct SoftmaxKernel : IndexBuilder {
                 word(slot), word(add(slot, c(1))));
       scf::YieldOp::create(b, loc, ValueRange{mm, ll});
     }
-    auto total = blockReduce(gather.getResult(0), gather.getResult(1));
-    // The reductions' barriers order every thread's reads before this: the
-    // last block of the row to leave resets the row's counters.
-    onlyIf(isThreadZero(), [&] {
-      Value left = atomicAdd(departed, LLVM::AtomicOrdering::monotonic);
-      Value last = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::eq, left,
-          arith::SubIOp::create(b, loc, expected,
-                                arith::ConstantIntOp::create(b, loc, 1, 32)));
-      onlyIf(last, [&] {
-        Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
-        storeWord(arrived, zero);
-        storeWord(departed, zero);
-        // Another launch may lay the workspace out for other sizes.
-        Value first = partial(c(0));
-        auto clear = scf::ForOp::create(b, loc, first,
-                                        add(first, mul(splits, c(2))), c(1));
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(clear.getBody()->getTerminator());
-        storeWord(clear.getInductionVar(), zero);
-      });
-    });
-    return total;
+    auto [rowMax, rowSum] =
+        blockReduce(gather.getResult(0), gather.getResult(1));
+    // The reductions' barriers order every thread's reads before this.
+    // Thread 0 counts the block out now and looks at the count after the
+    // block's writes (see `leave`), so the atomic's latency is hidden.
+    Value left = select(
+        isThreadZero(), b.getI32Type(),
+        [&]() -> SmallVector<Value> {
+          return {atomicAdd(departed, LLVM::AtomicOrdering::monotonic)};
+        },
+        [&]() -> SmallVector<Value> {
+          return {arith::ConstantIntOp::create(b, loc, -1, 32)};
+        })[0];
+    return {rowMax, rowSum, left};
   }
 
-  /// The last block to finish resets the ticket counter.
-  void finish() {
-    onlyIf(isThreadZero(), [&] {
-      Value done = arith::IndexCastOp::create(
-          b, loc, b.getIndexType(),
-          atomicAdd(c(kFinishedWord), LLVM::AtomicOrdering::monotonic));
-      onlyIf(cmp(arith::CmpIPredicate::eq, done, sub(blocks, c(1))), [&] {
-        Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
-        storeWord(c(kTicketWord), zero);
-        storeWord(c(kFinishedWord), zero);
-      });
-    });
+  /// The last block of a split row to leave (`left`, from mergeSplits, is
+  /// the row's departures before this block's, on thread 0) zeroes the
+  /// row's words: another launch may lay the workspace out for other
+  /// sizes.
+  void leave(Value left) {
+    Value lastOne =
+        arith::IndexCastOp::create(b, loc, b.getI32Type(), sub(splits, c(1)));
+    onlyIf(
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, left, lastOne),
+        [&] {
+          Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
+          storeWord(add(c(kCounterWords), row), zero);
+          storeWord(add(add(c(kCounterWords), rows), row), zero);
+          Value first = add(add(c(kCounterWords), mul(rows, c(2))),
+                            mul(mul(row, splits), c(2)));
+          auto clear = scf::ForOp::create(b, loc, first,
+                                          add(first, mul(splits, c(2))), c(1));
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(clear.getBody()->getTerminator());
+          storeWord(clear.getInductionVar(), zero);
+        });
   }
 
-  /// (max, sum) over all splits when the row is split, else the block's.
-  std::pair<Value, Value> rowStatistics(Value m, Value l) {
+  /// (max, sum) over all splits when the row is split, else the block's;
+  /// and what `leave` needs after the block's writes.
+  std::array<Value, 3> rowStatistics(Value m, Value l) {
     auto [blockMax, blockSum] = blockReduce(m, l);
     Value split = cmp(arith::CmpIPredicate::ugt, splits, c(1));
     ValueRange total = select(
-        split, {b.getF32Type(), b.getF32Type()},
+        split, {b.getF32Type(), b.getF32Type(), b.getI32Type()},
         [&]() -> SmallVector<Value> {
-          auto [rowMax, rowSum] = mergeSplits(blockMax, blockSum);
-          return {rowMax, rowSum};
+          auto merged = mergeSplits(blockMax, blockSum);
+          return {merged.begin(), merged.end()};
         },
         [&]() -> SmallVector<Value> {
-          return {blockMax, blockSum};
+          return {blockMax, blockSum,
+                  arith::ConstantIntOp::create(b, loc, -1, 32)};
         });
-    return {total[0], total[1]};
+    return {total[0], total[1], total[2]};
   }
 
   Value inverse(Value sum) {
@@ -665,7 +674,7 @@ struct SoftmaxKernel : IndexBuilder {
                                  return {m, l};
                                });
         });
-    auto [rowMax, rowSum] = rowStatistics(stats[0], stats[1]);
+    auto [rowMax, rowSum, left] = rowStatistics(stats[0], stats[1]);
     Value scale = inverse(rowSum);
     Value rowShift = finiteMax(rowMax);
     byVectors(warpWhole, {}, [&](Vectors kind) {
@@ -675,6 +684,7 @@ struct SoftmaxKernel : IndexBuilder {
       });
       return SmallVector<Value>();
     });
+    leave(left);
   }
 
   /// A slice of several tiles: an online (max, sum) sweep, then a second
@@ -705,15 +715,18 @@ struct SoftmaxKernel : IndexBuilder {
       b.setInsertionPointAfter(inner);
       scf::YieldOp::create(b, loc, inner.getResults());
     }
-    auto [rowMax, rowSum] =
+    auto [rowMax, rowSum, left] =
         rowStatistics(sweep.getResult(0), sweep.getResult(1));
     Value scale = inverse(rowSum);
     rowMax = finiteMax(rowMax);
     auto write = scf::ForOp::create(b, loc, c(0), mul(sliceTiles, used), c(1));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(write.getBody());
-    Value p = position(sliceStart, write.getInductionVar());
-    store(p, probabilities(load(p), rowMax, scale));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(write.getBody()->getTerminator());
+      Value p = position(sliceStart, write.getInductionVar());
+      store(p, probabilities(load(p), rowMax, scale));
+    }
+    leave(left);
   }
 };
 
@@ -866,8 +879,6 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
       rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
       kernel.buildTwoSweeps();
       rewriter.setInsertionPointAfter(choice);
-      kernel.onlyIf(h.cmp(arith::CmpIPredicate::ugt, splits, h.c(1)),
-                    [&] { kernel.finish(); });
       gpu::TerminatorOp::create(rewriter, loc);
     }
     Value result = bufferization::ToTensorOp::create(

@@ -56,7 +56,7 @@
 // CHECK:   gpu.all_reduce maximumf
 // CHECK:   gpu.all_reduce add
 // Split rows publish their partial, release it, wait for the row's other
-// blocks, merge theirs, and the last to leave zeroes the row's words.
+// blocks, merge theirs and count themselves out.
 // CHECK:   memref.store %{{.*}}, %[[WS]]
 // CHECK:   llvm.inline_asm has_side_effects "red.release.gpu.global.add.u32 [$0], 1;"
 // CHECK:   scf.while
@@ -68,10 +68,12 @@
 // CHECK:   gpu.all_reduce maximumf
 // CHECK:   gpu.all_reduce add
 // CHECK:   llvm.atomicrmw add
-// CHECK:   memref.store %{{.*}}, %[[WS]]
-// The probabilities are written from shared memory, 16 bytes at a time.
+// The probabilities are written from shared memory, 16 bytes at a time;
+// then the last block of a split row to leave zeroes the row's words.
 // CHECK:   vector.load %[[STAGE]]
 // CHECK:   vector.store %{{.*}}, %[[FLAT_OUT]][%{{.*}}] {alignment = 16 : i64} : memref<?xf16>, vector<8xf16>
+// CHECK:   scf.for
+// CHECK:     memref.store %{{.*}}, %[[WS]]
 // Slices of several tiles (rows longer than one tile per SM) sweep twice.
 // CHECK:   scf.for
 // CHECK:     scf.for
