@@ -155,31 +155,38 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
     Replaces each `attn.softmax` over a [rows, N] tensor (N any length,
     dynamic sizes included) with one `gpu.launch` on the op's buffers
     (`bufferization.to_buffer` / `to_tensor`, so it runs before
-    bufferization). Every thread holds `elements-per-thread` elements in
-    registers as 16-byte vectors; a block holds a tile of
-    threads x elements-per-thread elements, its size chosen from N at launch
-    (whole warps, 64 to `threads`). The strategy follows from the shape:
+    bufferization). A block copies a tile of its row into dynamic shared
+    memory with `cp.async` (16-byte copies, `elements-per-thread` elements
+    per thread: no registers are held while the copies are in flight, so
+    many blocks fit on an SM), reduces it from there and writes it from
+    there. Its threads are chosen from N at launch: enough for the row, in
+    whole warps, up to `threads`; short rows use fewer vectors per thread.
+    The strategy follows from the shape:
 
-    - a row that fits one tile is read once into one block's registers,
-      reduced (`gpu.all_reduce`: max, then the rescaled sum) and written;
-    - a longer row is split across up to `attn.multiprocessor_count` blocks,
-      each holding a tile of it: each publishes its (max, sum) in an
-      `attn.workspace`, waits for its row's other blocks, merges their
-      partials and writes its tile, so the row is still read once and a few
-      long rows keep the whole GPU busy. Blocks take their (row, split) from
-      a ticket counter in launch order, so a waiting block only waits on
-      blocks that are already running; the counters are reset by the last
-      block, leaving the workspace zeroed;
+    - a row that fits one tile is one block: read once, reduced (one online
+      max/sum pass, then `gpu.all_reduce`: max, then the rescaled sum) and
+      written;
+    - a longer row is split across up to `attn.multiprocessor_count` blocks
+      of `split-threads`, each holding a tile of it: each publishes its
+      (max, sum) in an `attn.workspace` (a PTX release reduction), waits
+      for its row's other blocks (acquiring loads), merges their partials
+      and writes its tile, so the row is still read once and a few long
+      rows keep the whole GPU busy. Blocks take their (row, split) from a
+      ticket counter in start order, so a waiting block only waits on
+      blocks that are already running; the last ticket resets the counter
+      and the last block of a row to leave zeroes the row's words, leaving
+      the workspace zeroed;
     - a row longer than that many tiles gives each block a slice of several
-      tiles, swept twice (an online max/sum, then the writes), the partials
-      merged as above.
+      tiles, swept twice from global memory (an online max/sum, then the
+      writes), the partials merged as above.
 
-    Vectors are aligned to the buffer's address, so a row may start
-    anywhere (odd N): the vectors that straddle a row's ends are read and
-    written element by element, and stores fall back to elements when the
-    output's alignment differs from the input's. exp(x - max) is
-    exp2((x - max) * log2(e)); -inf entries give 0 and rows that are all
-    -inf give 0.
+    Vectors are aligned to 16 bytes of the buffer's address, so a row may
+    start anywhere (odd N): a vector that straddles a row's end is copied
+    element by element (staged as -inf outside the row) and written element
+    by element; a buffer that is not 16-byte aligned is read and written by
+    elements. A warp whose vectors all lie in the row (a `nvvm.vote.sync`)
+    skips every per-vector check. exp(x - max) is exp2((x - max) *
+    log2(e)); -inf entries give 0 and rows that are all -inf give 0.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", /*default=*/"512",
