@@ -148,6 +148,12 @@ def reserve_workspace(nbytes):
     return _workspace[0]
 
 
+def workspace_is_zero():
+    """Whether the kernels left the workspace zeroed, as they must."""
+    torch.cuda.synchronize()
+    return not _workspace or not _workspace[0].any().item()
+
+
 def evaluate(text, args):
     """A bundle expression: int, f32(x), %argN, dim(E, k), op(E, E),
     affine(()[s0, ...] -> (expr), [E, ...]), sm_count, workspace."""

@@ -20,7 +20,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gpu_check import (Driver, evaluate, kernel_params,  # noqa: E402
-                       reserve_workspace)
+                       reserve_workspace, workspace_is_zero)
 from triton.testing import do_bench  # noqa: E402
 
 
@@ -101,9 +101,7 @@ def check(variant):
             if not ok:
                 print(f"FAIL softmax{variant and ' ' + variant} {name} "
                       f"rows={rows} N={n} scale={scale}: error {err:.3e}")
-    torch.cuda.synchronize()
-    from gpu_check import _workspace
-    zeroed = not _workspace or not _workspace[0].any().item()
+    zeroed = workspace_is_zero()
     if not zeroed:
         failures += 1
         print("FAIL the kernels left the workspace non-zero")

@@ -73,6 +73,21 @@ private:
   MemRefDescriptor<8> descriptor_;
 };
 
+/// ||out - ref|| / ||ref|| (Frobenius), with the float64 reference rounded
+/// to the output's element type first: a kernel cannot store more than the
+/// format holds (a bf16 output alone is off by up to 2^-9 relative), so this
+/// measures the kernel's own error. `allFinite`: no element of `out` is NaN
+/// or infinite.
+double relativeError(const HostTensor &out, const std::vector<double> &ref,
+                     bool &allFinite);
+
+/// The same for a logsumexp against its float64 reference: rows with
+/// nothing unmasked (reference -inf) must be -inf exactly and are left out
+/// of the norms; `allFinite` is false when one is not, or when another row
+/// is not finite.
+double logsumexpError(const HostTensor &lse, const std::vector<double> &ref,
+                      bool &allFinite);
+
 } // namespace attn_runtime
 
 #endif // ATTNRUNTIME_HOSTTENSOR_H

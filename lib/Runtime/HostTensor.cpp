@@ -215,3 +215,36 @@ void *HostTensor::descriptor() {
   }
   return &descriptor_;
 }
+
+double attn_runtime::relativeError(const HostTensor &out,
+                                   const std::vector<double> &ref,
+                                   bool &allFinite) {
+  double diff = 0, norm = 0;
+  allFinite = true;
+  for (int64_t i = 0; i < out.numElements(); ++i) {
+    double o = out.get(i), r = roundTo(out.kind(), ref[i]);
+    if (!std::isfinite(o))
+      allFinite = false;
+    diff += (o - r) * (o - r);
+    norm += r * r;
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+double attn_runtime::logsumexpError(const HostTensor &lse,
+                                    const std::vector<double> &ref,
+                                    bool &allFinite) {
+  double diff = 0, norm = 0;
+  allFinite = true;
+  for (int64_t e = 0; e < lse.numElements(); ++e) {
+    double got = lse.get(e), want = ref[e];
+    if (std::isinf(want)) {
+      allFinite &= got == want;
+      continue;
+    }
+    allFinite &= std::isfinite(got);
+    diff += (got - want) * (got - want);
+    norm += want * want;
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}

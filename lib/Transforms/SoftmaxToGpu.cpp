@@ -96,10 +96,7 @@ struct SoftmaxKernel : IndexBuilder {
   /// exp(x - m) as exp2((x - m) * log2(e)); 0 where x is -inf (also when m
   /// is: a row of -inf).
   Value expMinus(Value x, Value m) {
-    Value e = math::Exp2Op::create(
-        b, loc,
-        arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, x, m),
-                              f32(kLog2E)));
+    Value e = expFrom(x, m);
     Value masked = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x,
                                          f32(kNegInf));
     return arith::SelectOp::create(b, loc, masked, f32(0), e);
@@ -234,27 +231,30 @@ struct SoftmaxKernel : IndexBuilder {
                 cmp(arith::CmpIPredicate::slt, p, rowEnd));
   }
 
+  Value widen(Value x) {
+    return x.getType().isF32()
+               ? x
+               : arith::ExtFOp::create(b, loc, b.getF32Type(), x).getResult();
+  }
+
+  /// The 16-byte vector of `buffer` at `index`, widened to f32.
+  SmallVector<Value> loadVector(Value buffer, Value index) {
+    Type element = cast<MemRefType>(buffer.getType()).getElementType();
+    Value v = vector::LoadOp::create(b, loc, VectorType::get({width}, element),
+                                     buffer, ValueRange{index},
+                                     /*nontemporal=*/false, llvm::Align(16));
+    SmallVector<Value> xs;
+    for (int64_t i = 0; i < width; ++i)
+      xs.push_back(widen(vector::ExtractOp::create(b, loc, v, i)));
+    return xs;
+  }
+
   /// The input's vector at flat position `p` as f32, -inf outside the row:
   /// one 16-byte load inside, element loads where it straddles an end.
   SmallVector<Value> load(Value p) {
-    Type element = cast<MemRefType>(in.getType()).getElementType();
-    auto widen = [&](Value x) -> Value {
-      return x.getType().isF32()
-                 ? x
-                 : arith::ExtFOp::create(b, loc, b.getF32Type(), x).getResult();
-    };
     SmallVector<Type> types(width, b.getF32Type());
     ValueRange xs = select(
-        whole(p), types,
-        [&] {
-          Value v = vector::LoadOp::create(
-              b, loc, VectorType::get({width}, element), in, ValueRange{p},
-              /*nontemporal=*/false, llvm::Align(16));
-          SmallVector<Value> xs;
-          for (int64_t i = 0; i < width; ++i)
-            xs.push_back(widen(vector::ExtractOp::create(b, loc, v, i)));
-          return xs;
-        },
+        whole(p), types, [&] { return loadVector(in, p); },
         [&] {
           return llvm::to_vector(select(
               touches(p), types,
@@ -280,7 +280,7 @@ struct SoftmaxKernel : IndexBuilder {
   }
 
   /// A pointer to element `index` of `buffer` in LLVM address space
-  /// `space` (1 global, 3 shared), for cp.async.
+  /// `space` (1 global, 3 shared), for cp.async and atomics.
   Value pointer(Value buffer, Value index, unsigned space) {
     Type element = cast<MemRefType>(buffer.getType()).getElementType();
     Value address = add(memref::ExtractAlignedPointerAsIndexOp::create(
@@ -401,18 +401,7 @@ struct SoftmaxKernel : IndexBuilder {
   }
 
   /// A pointer to workspace word `word`, for atomics.
-  Value wordPointer(Value word) {
-    auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-    Value address = memref::ExtractAlignedPointerAsIndexOp::create(
-        b, loc, b.getIndexType(), workspace);
-    Value base = LLVM::IntToPtrOp::create(
-        b, loc, ptrType,
-        arith::IndexCastOp::create(b, loc, b.getI64Type(), address)
-            .getResult());
-    return LLVM::GEPOp::create(
-        b, loc, ptrType, b.getI32Type(), base,
-        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), word)});
-  }
+  Value wordPointer(Value word) { return pointer(workspace, word, 1); }
 
   /// Adds 1 to a workspace word at GPU scope; the old value.
   Value atomicAdd(Value word, LLVM::AtomicOrdering ordering) {
@@ -426,18 +415,22 @@ struct SoftmaxKernel : IndexBuilder {
     memref::StoreOp::create(b, loc, value, workspace, word);
   }
 
+  /// Workspace words of this block's row (see the layout above): its
+  /// arrival and departure counters, and split `s`'s (max, sum).
+  Value arrivedWord() { return add(c(kCounterWords), row); }
+  Value departedWord() { return add(add(c(kCounterWords), rows), row); }
+  Value partialWord(Value s) {
+    return add(add(c(kCounterWords), mul(rows, c(2))),
+               mul(add(mul(row, splits), s), c(2)));
+  }
+
   /// The row's (max, sum) from every split's: publish this block's, wait
   /// until the row's blocks have all published, merge theirs.
   std::array<Value, 3> mergeSplits(Value m, Value l) {
-    Value arrived = add(c(kCounterWords), row);
-    Value departed = add(add(c(kCounterWords), rows), row);
-    Value partials = add(c(kCounterWords), mul(rows, c(2)));
-    auto partial = [&](Value s) {
-      return add(partials, mul(add(mul(row, splits), s), c(2)));
-    };
+    Value arrived = arrivedWord();
     Value expected = arith::IndexCastOp::create(b, loc, b.getI32Type(), splits);
     onlyIf(isThreadZero(), [&] {
-      Value slot = partial(split);
+      Value slot = partialWord(split);
       storeWord(slot, arith::BitcastOp::create(b, loc, b.getI32Type(), m));
       storeWord(add(slot, c(1)),
                 arith::BitcastOp::create(b, loc, b.getI32Type(), l));
@@ -479,7 +472,7 @@ struct SoftmaxKernel : IndexBuilder {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(gather.getBody());
-      Value slot = partial(gather.getInductionVar());
+      Value slot = partialWord(gather.getInductionVar());
       auto word = [&](Value w) {
         return arith::BitcastOp::create(
             b, loc, b.getF32Type(),
@@ -498,7 +491,7 @@ struct SoftmaxKernel : IndexBuilder {
     Value left = select(
         isThreadZero(), b.getI32Type(),
         [&]() -> SmallVector<Value> {
-          return {atomicAdd(departed, LLVM::AtomicOrdering::monotonic)};
+          return {atomicAdd(departedWord(), LLVM::AtomicOrdering::monotonic)};
         },
         [&]() -> SmallVector<Value> {
           return {arith::ConstantIntOp::create(b, loc, -1, 32)};
@@ -517,10 +510,9 @@ struct SoftmaxKernel : IndexBuilder {
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, left, lastOne),
         [&] {
           Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
-          storeWord(add(c(kCounterWords), row), zero);
-          storeWord(add(add(c(kCounterWords), rows), row), zero);
-          Value first = add(add(c(kCounterWords), mul(rows, c(2))),
-                            mul(mul(row, splits), c(2)));
+          storeWord(arrivedWord(), zero);
+          storeWord(departedWord(), zero);
+          Value first = partialWord(c(0));
           auto clear = scf::ForOp::create(b, loc, first,
                                           add(first, mul(splits, c(2))), c(1));
           OpBuilder::InsertionGuard guard(b);
@@ -572,24 +564,11 @@ struct SoftmaxKernel : IndexBuilder {
   /// skipped unless `kind` is Whole.
   SmallVector<Value> forEachStaged(Vectors kind, ValueRange init,
                                    StagedBody body) {
-    Type element = cast<MemRefType>(stage.getType()).getElementType();
     SmallVector<Value> acc(init);
     for (int64_t k = 0; k < vectors; ++k) {
       auto visit = [&]() -> SmallVector<Value> {
         Value at = position(c(0), k);
-        Value p = add(sliceStart, at);
-        Value v = vector::LoadOp::create(
-            b, loc, VectorType::get({width}, element), stage, ValueRange{at},
-            /*nontemporal=*/false, llvm::Align(16));
-        SmallVector<Value> xs;
-        for (int64_t i = 0; i < width; ++i) {
-          Value x = vector::ExtractOp::create(b, loc, v, i);
-          xs.push_back(element.isF32()
-                           ? x
-                           : arith::ExtFOp::create(b, loc, b.getF32Type(), x)
-                                 .getResult());
-        }
-        return body(p, xs, acc);
+        return body(add(sliceStart, at), loadVector(stage, at), acc);
       };
       if (k == 0 || kind == Vectors::Whole) {
         acc = visit();
@@ -818,8 +797,7 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
                                     rewriter, loc, rewriter.getIndexType()));
     Value sliceTiles = h.ceilDiv(tiles, splits);
     Value blocks = h.mul(rows, splits);
-    Value words = h.add(h.c(kCounterWords),
-                        h.mul(h.c(2), h.add(rows, h.mul(rows, splits))));
+    Value words = h.add(h.c(kCounterWords), h.mul(h.c(2), h.add(rows, blocks)));
     Value workspace = WorkspaceOp::create(
         rewriter, loc,
         MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()), words);

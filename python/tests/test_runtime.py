@@ -1,6 +1,7 @@
 """The runtime side: bundles run on numpy arrays and GPU tensors; argument
 checks happen before any GPU work, so they are tested without a GPU."""
 
+import json
 import os
 
 import numpy as np
@@ -12,19 +13,27 @@ from conftest import driver_present, reference_attention, relative_error
 needs_gpu = pytest.mark.skipif(not driver_present(), reason="no CUDA driver")
 
 
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory):
-    """A bundle of f16 causal attention with dynamic sizes: compiled here,
-    or (runtime-only builds) the prebuilt one ATTN_TEST_BUNDLE names."""
+def compiled_or_prebuilt(tmp_path_factory, make_module, variable):
+    """The bundle.json of make_module() compiled for sm_90 here, or
+    (runtime-only builds) the prebuilt one the environment `variable`
+    names."""
     if not attn.compiler_available:
-        prebuilt = os.environ.get("ATTN_TEST_BUNDLE")
+        prebuilt = os.environ.get(variable)
         if not prebuilt:
-            pytest.skip("runtime-only build and no ATTN_TEST_BUNDLE")
+            pytest.skip(f"runtime-only build and no {variable}")
         return prebuilt
     directory = tmp_path_factory.mktemp("bundle")
-    attn.compile_gpu(attn.attention(dtype="f16", heads=(8, 2), causal=True),
-                     "sm_90", str(directory))
+    attn.compile_gpu(make_module(), "sm_90", str(directory))
     return str(directory / "bundle.json")
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    """A bundle of f16 causal attention with dynamic sizes."""
+    return compiled_or_prebuilt(
+        tmp_path_factory,
+        lambda: attn.attention(dtype="f16", heads=(8, 2), causal=True),
+        "ATTN_TEST_BUNDLE")
 
 
 class FakeTensor:
@@ -110,22 +119,15 @@ def test_torch_tensors_in_place(bundle):
 
 @pytest.fixture(scope="module")
 def softmax_bundle(tmp_path_factory):
-    """An f32 softmax bundle with dynamic sizes (compiled here, or the
-    prebuilt one ATTN_TEST_SOFTMAX_BUNDLE names): its launch takes the
+    """An f32 softmax bundle with dynamic sizes: its launch takes the
     runtime's workspace and the GPU's SM count."""
-    if not attn.compiler_available:
-        prebuilt = os.environ.get("ATTN_TEST_SOFTMAX_BUNDLE")
-        if not prebuilt:
-            pytest.skip("runtime-only build and no ATTN_TEST_SOFTMAX_BUNDLE")
-        return prebuilt
-    directory = tmp_path_factory.mktemp("softmax")
-    attn.compile_gpu(attn.softmax("f32"), "sm_90", str(directory))
-    return str(directory / "bundle.json")
+    return compiled_or_prebuilt(tmp_path_factory, lambda: attn.softmax("f32"),
+                                "ATTN_TEST_SOFTMAX_BUNDLE")
 
 
 def test_softmax_bundle_takes_a_workspace(softmax_bundle):
     with open(softmax_bundle) as f:
-        launch = __import__("json").load(f)["functions"][0]["launches"][0]
+        launch = json.load(f)["functions"][0]["launches"][0]
     assert "workspace" in launch["operands"]
     assert "sm_count" in launch["workspace_bytes"]
 

@@ -288,31 +288,12 @@ int main(int argc, char **argv) {
                                 : -std::numeric_limits<double>::infinity();
         }
   }
-  double diff = 0, norm = 0;
-  bool finite = true;
-  for (size_t e = 0; e < refOut.size(); ++e) {
-    double ref = roundTo(host[3]->kind(), refOut[e]);
-    double got = host[3]->get(e);
-    finite &= std::isfinite(got);
-    diff += (got - ref) * (got - ref);
-    norm += ref * ref;
-  }
-  double err = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+  bool finite;
+  double err = relativeError(*host[3], refOut, finite);
   if (numArgs == 5) {
-    // Rows with nothing unmasked must give -inf; compare the rest.
-    double lseDiff = 0, lseNorm = 0;
-    for (size_t e = 0; e < refLse.size(); ++e) {
-      double got = host[4]->get(e), want = refLse[e];
-      if (std::isinf(want)) {
-        finite &= got == want;
-        continue;
-      }
-      finite &= std::isfinite(got);
-      lseDiff += (got - want) * (got - want);
-      lseNorm += want * want;
-    }
-    err = std::max(err, lseNorm > 0 ? std::sqrt(lseDiff / lseNorm)
-                                    : std::sqrt(lseDiff));
+    bool lseFinite;
+    err = std::max(err, logsumexpError(*host[4], refLse, lseFinite));
+    finite &= lseFinite;
   }
   bool wide = host[0]->kind() == ElementKind::F32;
   double tolerance = wide ? 1e-5 : 2e-3;

@@ -229,24 +229,6 @@ double invoke(attn::CpuKernel &kernel,
       .count();
 }
 
-/// ||out - ref|| / ||ref|| (Frobenius), with the float64 reference rounded
-/// to the output's element type first: a kernel cannot store more than the
-/// format holds (a bf16 output alone is off by up to 2^-9 relative), so this
-/// measures the kernel's own error.
-double relativeError(const HostTensor &out, const std::vector<double> &ref,
-                     bool &allFinite) {
-  double diff = 0, norm = 0;
-  allFinite = true;
-  for (int64_t i = 0; i < out.numElements(); ++i) {
-    double o = out.get(i), r = roundTo(out.kind(), ref[i]);
-    if (!std::isfinite(o))
-      allFinite = false;
-    diff += (o - r) * (o - r);
-    norm += r * r;
-  }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
-
 /// Prints the summary line of a sweep; returns the exit code.
 int summarize(unsigned cases, unsigned failures, double worst, double allowed) {
   if (!json)
@@ -603,22 +585,8 @@ int runAttention(ModuleOp module) {
           double error = relativeError(*buffers[oi], ref.output, finite);
           double lseError = 0;
           bool lseFinite = true;
-          if (li) {
-            // Rows with nothing unmasked must give -inf; compare the rest.
-            const HostTensor &lse = *buffers[*li];
-            double diff = 0, norm = 0;
-            for (int64_t e = 0; e < lse.numElements(); ++e) {
-              double got = lse.get(e), want = ref.logsumexp[e];
-              if (std::isinf(want)) {
-                lseFinite &= got == want;
-                continue;
-              }
-              lseFinite &= std::isfinite(got);
-              diff += (got - want) * (got - want);
-              norm += want * want;
-            }
-            lseError = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-          }
+          if (li)
+            lseError = logsumexpError(*buffers[*li], ref.logsumexp, lseFinite);
           bool pass =
               finite && lseFinite && error <= allowed && lseError <= allowed;
           ++cases;
