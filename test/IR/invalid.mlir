@@ -693,3 +693,11 @@ func.func @f(%n: index) {
   %ws = attn.workspace %n : memref<?xf32>
   return
 }
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{custom op 'attn.multiprocessor_count' invalid kind of type specified: expected builtin.index, but found 'i32'}}
+  %n = attn.multiprocessor_count : i32
+  return
+}
