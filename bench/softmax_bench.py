@@ -116,6 +116,9 @@ def check(variant):
 failures = sum(check(v) for v in variants)
 
 # --- bandwidth ---------------------------------------------------------------
+# Row lengths; SOFTMAX_BENCH_N="98304,100003" measures others.
+SIZES = [int(n) for n in os.environ.get(
+    "SOFTMAX_BENCH_N", "1024,1000,4096,16384,65536,100003,262144,1048576").split(",")]
 compiled = torch.compile(lambda t: torch.softmax(t, dim=-1))
 rows_out = []
 for name in ("f32", "f16"):
@@ -126,7 +129,7 @@ for name in ("f32", "f16"):
     copy_ms = median_ms(lambda: y0.copy_(x0))
     bytes_moved = 2 * total * x0.element_size()
     copy = bytes_moved / copy_ms / 1e6
-    for n in (1024, 1000, 4096, 16384, 65536, 100003, 262144, 1 << 20):
+    for n in SIZES:
         m = total // n
         x = x0[: m * n].view(m, n)
         y = torch.empty_like(x)

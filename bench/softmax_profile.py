@@ -1,7 +1,9 @@
 """One attn.softmax launch per (dtype, N) at M * N = 2^26, for a profiler:
 
   ncu --kernel-name softmax_kernel python3 bench/softmax_profile.py \
-      gpu-bundles f32:4096 f16:1048576 ...
+      gpu-bundles f32:4096 f16:1048576 e32-f16:65536 ...
+
+A name is a bundle's: softmax-NAME-bundle.json; its dtype is its last part.
 """
 
 import json
@@ -26,7 +28,7 @@ for case in sys.argv[2:]:
     launch = bundle["functions"][0]["launches"][0]
     fn = drv.function(module, launch["kernel"])
     m = (1 << 26) // n
-    x = torch.randn(m, n, device="cuda").to(DTYPES[name])
+    x = torch.randn(m, n, device="cuda").to(DTYPES[name.split("-")[-1]])
     y = torch.empty_like(x)
     args = [x, y]
     reserve_workspace(evaluate(launch.get("workspace_bytes", "0"), args))

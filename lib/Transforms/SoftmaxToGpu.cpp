@@ -11,6 +11,14 @@
 // that give each block a slice of several tiles, swept twice from global
 // memory. See the pass description in Passes.td.
 //
+// Blocks of a split row wait for each other, so the kernel relies on what
+// every CUDA GPU does: blocks start in the order of their index. A row's
+// blocks are consecutive and at most one per SM, so the lowest unfinished
+// row's blocks have all started or will start as blocks before them
+// finish. (A ticket counter would not rely on it, but its round trip at
+// each block's start cost 5-7% of the bandwidth; a block that waits far
+// longer than any real wait traps instead of hanging.)
+//
 //===----------------------------------------------------------------------===//
 
 #include "ArithUtils.h"
@@ -38,11 +46,13 @@ using namespace mlir::attn;
 
 namespace {
 
-/// Workspace layout, in 32-bit words: the ticket counter, then per row an
-/// arrival and a departure counter, then per (row, split) the split's
-/// (max, sum) as f32 bits.
-constexpr int64_t kTicketWord = 0;
-constexpr int64_t kCounterWords = 1;
+/// Workspace layout, in 32-bit words: per row an arrival and a departure
+/// counter, then per (row, split) the split's (max, sum) as f32 bits.
+
+/// Polls of a row's arrival counter after which a waiting block traps: far
+/// more than any real wait (each poll sleeps, and takes a round trip to
+/// L2), so only a GPU that broke the start order would get there.
+constexpr int64_t kMostPolls = int64_t(1) << 26;
 
 /// Index arithmetic with less noise.
 struct IndexBuilder {
@@ -68,15 +78,17 @@ struct IndexBuilder {
 
 /// Builds the kernel body: the values are the kernel's view of the launch.
 struct SoftmaxKernel : IndexBuilder {
-  Value in, out;    // the [rows * N] buffers, flattened
-  Value workspace;  // memref<?xi32>
-  Value ticketSlot; // memref<1xi32, workgroup>: broadcasts the ticket
-  Value stage;      // memref<?xT, workgroup>: the block's tile
-  Value rows, n, tid, threads, blocks, splits, sliceTiles;
+  Value in, out;   // the [rows * N] buffers, flattened
+  Value workspace; // memref<?xi32>
+  Value stage;     // memref<?xT, workgroup>: the block's tile
+  Value rows, n, tid, threads, splits, sliceTiles;
   // Elements per vector, vectors per thread (unrolled), and how many of
-  // them a tile uses (fewer for short rows).
+  // them a tile uses (fewer for short rows, and for split rows whose tiles
+  // are evened out).
   int64_t width, vectors;
   Value used;
+  // Whether the code being built is for rows split across blocks.
+  bool splitRow = false;
   // Set by `locate`: the block's row as a flat range, its slice, and
   // whether whole vectors may be read (the input is 16-byte aligned) and
   // written (the output too).
@@ -167,40 +179,16 @@ struct SoftmaxKernel : IndexBuilder {
     return rem(div(address, c(element.getIntOrFloatBitWidth() / 8)), c(width));
   }
 
-  /// The block's (row, split) and the flat ranges they cover. Split rows
-  /// take a ticket in the order blocks start, so the blocks a block waits
-  /// for (its row's other splits) have taken theirs and are running.
+  /// The block's (row, split) and the flat ranges they cover: a row's
+  /// splits are consecutive blocks (see the file comment).
   void locate(Value blockId) {
-    Value single = cmp(arith::CmpIPredicate::eq, splits, c(1));
-    ValueRange place = select(
-        single, {b.getIndexType(), b.getIndexType()},
-        [&]() -> SmallVector<Value> {
-          return {blockId, c(0)};
-        },
-        [&]() -> SmallVector<Value> {
-          onlyIf(isThreadZero(), [&] {
-            Value ticket =
-                atomicAdd(c(kTicketWord), LLVM::AtomicOrdering::monotonic);
-            memref::StoreOp::create(b, loc, ticket, ticketSlot, c(0));
-            // The last ticket: every block has taken its own, so the
-            // counter can be zeroed for the next launch.
-            Value last = arith::IndexCastOp::create(b, loc, b.getI32Type(),
-                                                    sub(blocks, c(1)));
-            onlyIf(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                         ticket, last),
-                   [&] {
-                     storeWord(c(kTicketWord),
-                               arith::ConstantIntOp::create(b, loc, 0, 32));
-                   });
-          });
-          gpu::BarrierOp::create(b, loc);
-          Value ticket = arith::IndexCastOp::create(
-              b, loc, b.getIndexType(),
-              memref::LoadOp::create(b, loc, ticketSlot, c(0)));
-          return {div(ticket, splits), rem(ticket, splits)};
-        });
-    row = place[0];
-    split = place[1];
+    if (splitRow) {
+      row = div(blockId, splits);
+      split = rem(blockId, splits);
+    } else {
+      row = blockId;
+      split = c(0);
+    }
     rowStart = mul(row, n);
     rowEnd = add(rowStart, n);
     // Vectors are aligned to 16 bytes: the row's first vector starts up to
@@ -299,29 +287,22 @@ struct SoftmaxKernel : IndexBuilder {
   /// thread later reads only what it copied, so waiting for its own copies
   /// is enough.
   void copyTile(Value tileStart, Vectors kind) {
-    bool wholeTile = kind != Vectors::Checked;
     auto cacheGlobal = NVVM::LoadCacheModifierKindAttr::get(
         b.getContext(), NVVM::LoadCacheModifierKind::CG);
-    for (int64_t k = 0; k < vectors; ++k) {
-      OpBuilder::InsertionGuard guard(b);
-      if (k > 0 && kind != Vectors::Whole) {
-        auto used = scf::IfOp::create(b, loc, inTile(k), false);
-        b.setInsertionPoint(used.thenBlock()->getTerminator());
-      }
-      Value at = position(c(0), k);
-      Value p = add(tileStart, at);
-      if (wholeTile) {
-        NVVM::CpAsyncOp::create(b, loc, pointer(stage, at, 3),
-                                pointer(in, p, 1), b.getI32IntegerAttr(16),
-                                cacheGlobal, /*cpSize=*/Value());
-        continue;
-      }
-      auto op = scf::IfOp::create(b, loc, whole(p), /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard branch(b);
-      b.setInsertionPoint(op.thenBlock()->getTerminator());
+    auto copyWhole = [&](Value at, Value p) {
       NVVM::CpAsyncOp::create(b, loc, pointer(stage, at, 3), pointer(in, p, 1),
                               b.getI32IntegerAttr(16), cacheGlobal,
                               /*cpSize=*/Value());
+    };
+    if (kind == Vectors::Checked) {
+      OpBuilder::InsertionGuard guard(b);
+      auto loop = scf::ForOp::create(b, loc, c(0), used, c(1));
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+      Value at = position(c(0), loop.getInductionVar());
+      Value p = add(tileStart, at);
+      auto op = scf::IfOp::create(b, loc, whole(p), /*withElseRegion=*/true);
+      b.setInsertionPoint(op.thenBlock()->getTerminator());
+      copyWhole(at, p);
       // Elements outside the row are staged as -inf, so that every staged
       // vector is read whole.
       b.setInsertionPoint(op.elseBlock()->getTerminator());
@@ -338,6 +319,16 @@ struct SoftmaxKernel : IndexBuilder {
                   b, loc, b.getFloatAttr(element, kNegInf))};
             })[0];
         memref::StoreOp::create(b, loc, x, stage, add(at, c(i)));
+      }
+    } else {
+      for (int64_t k = 0; k < vectors; ++k) {
+        OpBuilder::InsertionGuard guard(b);
+        if (k > 0 && kind != Vectors::Whole) {
+          auto used = scf::IfOp::create(b, loc, inTile(k), false);
+          b.setInsertionPoint(used.thenBlock()->getTerminator());
+        }
+        Value at = position(c(0), k);
+        copyWhole(at, add(tileStart, at));
       }
     }
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
@@ -417,11 +408,10 @@ struct SoftmaxKernel : IndexBuilder {
 
   /// Workspace words of this block's row (see the layout above): its
   /// arrival and departure counters, and split `s`'s (max, sum).
-  Value arrivedWord() { return add(c(kCounterWords), row); }
-  Value departedWord() { return add(add(c(kCounterWords), rows), row); }
+  Value arrivedWord() { return row; }
+  Value departedWord() { return add(rows, row); }
   Value partialWord(Value s) {
-    return add(add(c(kCounterWords), mul(rows, c(2))),
-               mul(add(mul(row, splits), s), c(2)));
+    return add(mul(rows, c(2)), mul(add(mul(row, splits), s), c(2)));
   }
 
   /// The row's (max, sum) from every split's: publish this block's, wait
@@ -445,10 +435,11 @@ struct SoftmaxKernel : IndexBuilder {
           /*asm_dialect=*/LLVM::AsmDialectAttr(),
           /*operand_attrs=*/ArrayAttr());
       Value pointer = wordPointer(arrived);
-      auto wait = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
+      auto wait = scf::WhileOp::create(b, loc, b.getIndexType(), c(0));
       {
         OpBuilder::InsertionGuard guard(b);
-        b.createBlock(&wait.getBefore());
+        Block *before =
+            b.createBlock(&wait.getBefore(), {}, b.getIndexType(), loc);
         Value count = LLVM::LoadOp::create(
             b, loc, b.getI32Type(), pointer, /*alignment=*/4,
             /*isVolatile=*/false, /*isNonTemporal=*/false,
@@ -456,11 +447,15 @@ struct SoftmaxKernel : IndexBuilder {
             LLVM::AtomicOrdering::acquire, "device");
         scf::ConditionOp::create(
             b, loc, cmp(arith::CmpIPredicate::ult, count, expected),
-            ValueRange{});
-        b.createBlock(&wait.getAfter());
+            before->getArgument(0));
+        Block *after =
+            b.createBlock(&wait.getAfter(), {}, b.getIndexType(), loc);
+        Value polls = after->getArgument(0);
+        onlyIf(cmp(arith::CmpIPredicate::eq, polls, c(kMostPolls)),
+               [&] { LLVM::Trap::create(b, loc); });
         NVVM::NanosleepOp::create(b, loc,
                                   arith::ConstantIntOp::create(b, loc, 32, 32));
-        scf::YieldOp::create(b, loc);
+        scf::YieldOp::create(b, loc, add(polls, c(1)));
       }
     });
     // The acquiring load of thread 0, then the barrier, order every
@@ -504,6 +499,8 @@ struct SoftmaxKernel : IndexBuilder {
   /// row's words: another launch may lay the workspace out for other
   /// sizes.
   void leave(Value left) {
+    if (!splitRow)
+      return;
     Value lastOne =
         arith::IndexCastOp::create(b, loc, b.getI32Type(), sub(splits, c(1)));
     onlyIf(
@@ -525,18 +522,9 @@ struct SoftmaxKernel : IndexBuilder {
   /// and what `leave` needs after the block's writes.
   std::array<Value, 3> rowStatistics(Value m, Value l) {
     auto [blockMax, blockSum] = blockReduce(m, l);
-    Value split = cmp(arith::CmpIPredicate::ugt, splits, c(1));
-    ValueRange total = select(
-        split, {b.getF32Type(), b.getF32Type(), b.getI32Type()},
-        [&]() -> SmallVector<Value> {
-          auto merged = mergeSplits(blockMax, blockSum);
-          return {merged.begin(), merged.end()};
-        },
-        [&]() -> SmallVector<Value> {
-          return {blockMax, blockSum,
-                  arith::ConstantIntOp::create(b, loc, -1, 32)};
-        });
-    return {total[0], total[1], total[2]};
+    if (splitRow)
+      return mergeSplits(blockMax, blockSum);
+    return {blockMax, blockSum, Value()};
   }
 
   Value inverse(Value sum) {
@@ -564,6 +552,21 @@ struct SoftmaxKernel : IndexBuilder {
   /// skipped unless `kind` is Whole.
   SmallVector<Value> forEachStaged(Vectors kind, ValueRange init,
                                    StagedBody body) {
+    if (kind == Vectors::Checked) {
+      // A loop, as in copyTile.
+      OpBuilder::InsertionGuard guard(b);
+      auto loop = scf::ForOp::create(b, loc, c(0), used, c(1), init);
+      if (init.empty())
+        b.setInsertionPoint(loop.getBody()->getTerminator());
+      else
+        b.setInsertionPointToStart(loop.getBody());
+      Value at = position(c(0), loop.getInductionVar());
+      SmallVector<Value> next = body(add(sliceStart, at), loadVector(stage, at),
+                                     loop.getRegionIterArgs());
+      if (!init.empty())
+        scf::YieldOp::create(b, loc, next);
+      return SmallVector<Value>(loop.getResults());
+    }
     SmallVector<Value> acc(init);
     for (int64_t k = 0; k < vectors; ++k) {
       auto visit = [&]() -> SmallVector<Value> {
@@ -725,15 +728,22 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     // A block's tile must fit the shared memory a block may have (227 KiB
     // on sm_90, 163 KiB on sm_80; the runtime refuses more at launch): f32
     // tiles are the largest.
-    if (elementsPerThread < 1 ||
-        elementsPerThread * 4 * std::max<int64_t>(threads, splitThreads) >
-            163 * 1024) {
+    if (elementsPerThread < 1 || elementsPerThread * 4 * threads > 163 * 1024) {
       getOperation()->emitError()
           << "attn-softmax-to-gpu: elements-per-thread must be at least 1 "
              "and a block's f32 tile (threads x elements-per-thread x 4 "
              "bytes) at most 163 KiB, got "
           << static_cast<int64_t>(elementsPerThread) << " x "
-          << std::max<int64_t>(threads, splitThreads);
+          << static_cast<int64_t>(threads);
+      return signalPassFailure();
+    }
+    if (splitVectors < 1 || splitVectors * 16 * splitThreads > 163 * 1024) {
+      getOperation()->emitError()
+          << "attn-softmax-to-gpu: split-vectors must be at least 1 and a "
+             "split row's tile (split-threads x split-vectors x 16 bytes) at "
+             "most 163 KiB, got "
+          << static_cast<int64_t>(splitVectors) << " x "
+          << static_cast<int64_t>(splitThreads);
       return signalPassFailure();
     }
     SmallVector<SoftmaxOp> ops;
@@ -779,16 +789,25 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
         h.min(h.sub(n, h.mul(h.div(n, h.c(width)), h.c(width))), h.c(1));
     Value span = h.add(n, h.mul(ragged, h.c(width - 1)));
     // Threads: enough to hold a row, whole warps, at least 32; rows longer
-    // than `threads` hold are split across blocks of `split-threads` (more
-    // blocks per SM hide the blocks' waits for each other).
+    // than `threads` hold are split across blocks of `split-threads` with
+    // `split-vectors` each (more blocks per SM hide the blocks' waits for
+    // each other). Without a select in launch sizes, a choice between a and
+    // b on a 0/1 flag f is a * (1 - f) + b * f.
+    auto choose = [&](Value f, Value a, Value b) {
+      return h.add(h.mul(a, h.sub(h.c(1), f)), h.mul(b, f));
+    };
     Value fit = h.max(
         h.mul(h.ceilDiv(span, h.c(vectors * width * 32)), h.c(32)), h.c(32));
     Value split = h.min(h.div(fit, h.c(threads + 1)), h.c(1));
-    Value blockSize = h.add(h.mul(fit, h.sub(h.c(1), split)),
-                            h.mul(h.c(splitThreads), split));
-    // Short rows use fewer vectors per thread than the 32 threads hold.
-    Value used =
-        h.min(h.c(vectors), h.ceilDiv(span, h.mul(blockSize, h.c(width))));
+    Value blockSize = choose(split, fit, h.c(splitThreads));
+    // Short rows use fewer vectors per thread than the 32 threads hold; a
+    // split row's tiles are evened out, so that its blocks all copy about
+    // as much and none waits long for a full one.
+    Value splitTile = h.c(splitThreads * splitVectors * width);
+    Value evenTiles = h.ceilDiv(span, splitTile);
+    Value used = choose(
+        split, h.min(h.c(vectors), h.ceilDiv(span, h.mul(fit, h.c(width)))),
+        h.ceilDiv(span, h.mul(evenTiles, h.c(splitThreads * width))));
     Value tileElements = h.mul(h.mul(blockSize, used), h.c(width));
     Value tiles = h.ceilDiv(span, tileElements);
     // At most one block per SM for a row, so all of a row's blocks can be
@@ -797,7 +816,7 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
                                     rewriter, loc, rewriter.getIndexType()));
     Value sliceTiles = h.ceilDiv(tiles, splits);
     Value blocks = h.mul(rows, splits);
-    Value words = h.add(h.c(kCounterWords), h.mul(h.c(2), h.add(rows, blocks)));
+    Value words = h.mul(h.c(2), h.add(rows, blocks));
     Value workspace = WorkspaceOp::create(
         rewriter, loc,
         MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()), words);
@@ -808,12 +827,8 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     Value one = h.c(1);
     auto workgroup = gpu::AddressSpaceAttr::get(rewriter.getContext(),
                                                 gpu::AddressSpace::Workgroup);
-    auto ticketType = MemRefType::get({1}, rewriter.getI32Type(),
-                                      MemRefLayoutAttrInterface{}, workgroup);
-    auto launch = gpu::LaunchOp::create(
-        rewriter, loc, blocks, one, one, blockSize, one, one, stageBytes,
-        /*asyncTokenType=*/nullptr,
-        /*asyncDependencies=*/{}, TypeRange{ticketType});
+    auto launch = gpu::LaunchOp::create(rewriter, loc, blocks, one, one,
+                                        blockSize, one, one, stageBytes);
     {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(&launch.getBody().front());
@@ -827,7 +842,6 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
       kernel.in = flat(in);
       kernel.out = flat(out);
       kernel.workspace = workspace;
-      kernel.ticketSlot = launch.getWorkgroupAttributions()[0];
       Value shared = gpu::DynamicSharedMemoryOp::create(
           rewriter, loc,
           MemRefType::get({ShapedType::kDynamic}, rewriter.getI8Type(),
@@ -842,21 +856,36 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
       kernel.n = n;
       kernel.tid = launch.getThreadIds().x;
       kernel.threads = launch.getBlockSizeX();
-      kernel.blocks = launch.getGridSizeX();
       kernel.splits = splits;
       kernel.sliceTiles = sliceTiles;
       kernel.width = width;
-      kernel.vectors = vectors;
       kernel.used = used;
-      kernel.locate(launch.getBlockIds().x);
-      Value resident = h.cmp(arith::CmpIPredicate::eq, sliceTiles, h.c(1));
-      auto choice = scf::IfOp::create(rewriter, loc, resident,
-                                      /*withElseRegion=*/true);
-      rewriter.setInsertionPoint(choice.thenBlock()->getTerminator());
-      kernel.buildResident();
-      rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
-      kernel.buildTwoSweeps();
-      rewriter.setInsertionPointAfter(choice);
+      // Three kernels in one, by the shape: a row in one block, a row split
+      // across blocks each holding a tile, or each sweeping a slice.
+      auto build = [&](scf::IfOp choice, bool then, bool splitRow,
+                       int64_t unrolled, void (SoftmaxKernel::*body)()) {
+        OpBuilder::InsertionGuard branch(rewriter);
+        rewriter.setInsertionPoint(then ? choice.thenBlock()->getTerminator()
+                                        : choice.elseBlock()->getTerminator());
+        kernel.splitRow = splitRow;
+        kernel.vectors = unrolled;
+        kernel.locate(launch.getBlockIds().x);
+        (kernel.*body)();
+      };
+      auto byRow = scf::IfOp::create(
+          rewriter, loc, h.cmp(arith::CmpIPredicate::eq, split, h.c(0)),
+          /*withElseRegion=*/true);
+      build(byRow, true, false, vectors, &SoftmaxKernel::buildResident);
+      {
+        OpBuilder::InsertionGuard branch(rewriter);
+        rewriter.setInsertionPoint(byRow.elseBlock()->getTerminator());
+        auto bySlice = scf::IfOp::create(
+            rewriter, loc, h.cmp(arith::CmpIPredicate::eq, sliceTiles, h.c(1)),
+            /*withElseRegion=*/true);
+        build(bySlice, true, true, splitVectors, &SoftmaxKernel::buildResident);
+        build(bySlice, false, true, splitVectors,
+              &SoftmaxKernel::buildTwoSweeps);
+      }
       gpu::TerminatorOp::create(rewriter, loc);
     }
     Value result = bufferization::ToTensorOp::create(

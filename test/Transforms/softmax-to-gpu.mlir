@@ -1,16 +1,18 @@
 // RUN: attn-opt %s --attn-softmax-to-gpu --split-input-file --verify-diagnostics | FileCheck %s
-// RUN: attn-opt %s --attn-softmax-to-gpu="threads=256 split-threads=128 elements-per-thread=32" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=OPTIONS
+// RUN: attn-opt %s --attn-softmax-to-gpu="threads=256 split-threads=128 elements-per-thread=32 split-vectors=8" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=OPTIONS
 // RUN: not attn-opt %s --attn-softmax-to-gpu="threads=48" --split-input-file 2>&1 | FileCheck %s --check-prefix=THREADS
 // RUN: not attn-opt %s --attn-softmax-to-gpu="elements-per-thread=1024" --split-input-file 2>&1 | FileCheck %s --check-prefix=TILE
+// RUN: not attn-opt %s --attn-softmax-to-gpu="split-vectors=64" --split-input-file 2>&1 | FileCheck %s --check-prefix=SPLIT-TILE
 
 // One gpu.launch on the op's buffers. Host side: a row spans N + 7 f16
 // elements of 16-byte vectors when N is not a multiple of 8; a block has
 // enough threads for a row (64 elements each), in whole warps, up to 512,
-// else split-threads (256) for a row split across blocks; a tile uses at
-// most 8 vectors per thread; a row is split across up to one block per SM
+// else split-threads (256) for a row split across blocks, with tiles of
+// split-vectors (16) vectors per thread (32768 f16) evened out over the
+// row's tiles; a row is split across up to one block per SM
 // (attn.multiprocessor_count); the blocks exchange their (max, sum) in an
-// attn.workspace of 2 + 2 rows + 2 rows x splits words; the tile is dynamic
-// shared memory, one i32 of workgroup memory broadcasts a ticket.
+// attn.workspace of 2 rows + 2 rows x splits words; the tile is dynamic
+// shared memory.
 // CHECK-LABEL: func.func @softmax
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xf16>, %[[Y:.*]]: tensor<?x?xf16>)
 // CHECK-DAG: %[[IN:.*]] = bufferization.to_buffer %[[X]] read_only : tensor<?x?xf16> to memref<?x?xf16>
@@ -21,74 +23,99 @@
 // CHECK: %[[SPAN:.*]] = arith.addi %[[N]], %{{.*}} : index
 // CHECK: arith.ceildivui %[[SPAN]], %c2048
 // CHECK: arith.divui %{{.*}}, %c513
-// CHECK: arith.muli %c256, %{{.*}}
+// CHECK: %[[SPLIT:.*]] = arith.minui %{{.*}}, %c1
+// CHECK: arith.muli %c256, %[[SPLIT]]
 // CHECK: %[[T:.*]] = arith.addi
+// CHECK: %[[EVEN:.*]] = arith.ceildivui %[[SPAN]], %c32768
+// CHECK: arith.muli %[[EVEN]], %c2048
 // CHECK: %[[SMS:.*]] = attn.multiprocessor_count : index
 // CHECK: %[[SPLITS:.*]] = arith.minui %{{.*}}, %[[SMS]] : index
+// CHECK: %[[SLICE:.*]] = arith.ceildivui %{{.*}}, %[[SPLITS]] : index
 // CHECK: %[[BLOCKS:.*]] = arith.muli %[[ROWS]], %[[SPLITS]] : index
 // CHECK: %[[WS:.*]] = attn.workspace %{{.*}} : memref<?xi32>
 // CHECK: %[[BYTES:.*]] = arith.index_cast %{{.*}} : index to i32
-// CHECK: gpu.launch blocks(%[[BID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[BLOCKS]], {{.*}} threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[T]], {{.*}} dynamic_shared_memory_size %[[BYTES]] workgroup(%[[TICKET:.*]] : memref<1xi32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch blocks(%[[BID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[BLOCKS]], {{.*}} threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[T]], {{.*}} dynamic_shared_memory_size %[[BYTES]] {
 // CHECK:   %[[FLAT_IN:.*]] = memref.collapse_shape %[[IN]] {{\[}}[0, 1]] : memref<?x?xf16> into memref<?xf16>
 // CHECK:   %[[FLAT_OUT:.*]] = memref.collapse_shape %[[OUT]]
 // CHECK:   %[[SHARED:.*]] = gpu.dynamic_shared_memory
 // CHECK:   %[[STAGE:.*]] = memref.view %[[SHARED]]
-// Split rows: a ticket, in the order blocks start, picks (row, split).
-// CHECK:   scf.if %{{.*}} -> (index, index)
-// CHECK:   } else {
-// CHECK:     llvm.atomicrmw add %{{.*}}, %{{.*}} syncscope("device") monotonic
-// CHECK:     memref.store %{{.*}}, %[[TICKET]]
-// CHECK:     gpu.barrier
+// A row in one block: block i holds row i.
+// CHECK:   %[[ONE:.*]] = arith.cmpi eq, %[[SPLIT]], %c0
+// CHECK:   scf.if %[[ONE]] {
+// CHECK:     arith.muli %[[BID]], %[[N]]
 // The input's alignment decides between vectors and elements.
-// CHECK:   memref.extract_aligned_pointer_as_index %[[FLAT_IN]]
+// CHECK:     memref.extract_aligned_pointer_as_index %[[FLAT_IN]]
 // A warp whose vectors all lie in the row skips per-vector checks: the
 // tile's 16-byte copies go to shared memory with cp.async.
-// CHECK:   nvvm.vote.sync all
-// CHECK:   nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>
-// CHECK:   nvvm.cp.async.commit.group
-// CHECK:   nvvm.cp.async.wait.group 0
-// Vectors that straddle a row's ends are copied element by element.
-// CHECK:   memref.load %[[FLAT_IN]]
-// CHECK:   memref.store %{{.*}}, %[[STAGE]]
-// The block's (max, sum) from the staged tile.
-// CHECK:   vector.load %[[STAGE]]
-// CHECK:   math.exp2
-// CHECK:   gpu.all_reduce maximumf
-// CHECK:   gpu.all_reduce add
-// Split rows publish their partial, release it, wait for the row's other
-// blocks, merge theirs and count themselves out.
-// CHECK:   memref.store %{{.*}}, %[[WS]]
-// CHECK:   llvm.inline_asm has_side_effects "red.release.gpu.global.add.u32 [$0], 1;"
-// CHECK:   scf.while
-// CHECK:     llvm.load %{{.*}} atomic syncscope("device") acquire
-// CHECK:     nvvm.nanosleep
-// CHECK:   gpu.barrier
-// CHECK:   scf.for %{{.*}} = %[[TID]] to %[[SPLITS]] step %[[T]]
-// CHECK:     memref.load %[[WS]]
-// CHECK:   gpu.all_reduce maximumf
-// CHECK:   gpu.all_reduce add
-// CHECK:   llvm.atomicrmw add
-// The probabilities are written from shared memory, 16 bytes at a time;
-// then the last block of a split row to leave zeroes the row's words.
-// CHECK:   vector.load %[[STAGE]]
-// CHECK:   vector.store %{{.*}}, %[[FLAT_OUT]][%{{.*}}] {alignment = 16 : i64} : memref<?xf16>, vector<8xf16>
-// CHECK:   scf.for
-// CHECK:     memref.store %{{.*}}, %[[WS]]
-// Slices of several tiles (rows longer than one tile per SM) sweep twice.
-// CHECK:   scf.for
+// CHECK:     nvvm.vote.sync all
+// CHECK:     nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>
+// CHECK:     nvvm.cp.async.commit.group
+// CHECK:     nvvm.cp.async.wait.group 0
+// The warps at a row's ends copy in a loop (small code), vectors that
+// straddle an end element by element.
 // CHECK:     scf.for
-// CHECK:       vector.load %[[FLAT_IN]]
+// CHECK:       nvvm.cp.async.shared.global
+// CHECK:       memref.load %[[FLAT_IN]]
+// CHECK:       memref.store %{{.*}}, %[[STAGE]]
+// The block's (max, sum) from the staged tile.
+// CHECK:     vector.load %[[STAGE]]
+// CHECK:     math.exp2
+// CHECK:     gpu.all_reduce maximumf
+// CHECK:     gpu.all_reduce add
+// The probabilities are written from shared memory, 16 bytes at a time;
+// a row in one block needs no workspace.
+// CHECK:     vector.load %[[STAGE]]
+// CHECK:     vector.store %{{.*}}, %[[FLAT_OUT]][%{{.*}}] {alignment = 16 : i64} : memref<?xf16>, vector<8xf16>
+// CHECK-NOT: red.release
+// CHECK:   } else {
+// Split rows: a row's splits are consecutive blocks.
+// CHECK:     scf.if %{{.*}} {
+// CHECK:       arith.divui %[[BID]], %[[SPLITS]]
+// CHECK:       arith.remui %[[BID]], %[[SPLITS]]
+// CHECK:       nvvm.vote.sync all
+// CHECK:       nvvm.cp.async.shared.global
+// CHECK:       gpu.all_reduce maximumf
+// CHECK:       gpu.all_reduce add
+// Each publishes its partial, releases it, waits for the row's other
+// blocks (trapping after far longer than any real wait), merges theirs
+// and counts itself out.
+// CHECK:       memref.store %{{.*}}, %[[WS]]
+// CHECK:       llvm.inline_asm has_side_effects "red.release.gpu.global.add.u32 [$0], 1;"
+// CHECK:       scf.while
+// CHECK:         llvm.load %{{.*}} atomic syncscope("device") acquire
+// CHECK:         llvm.intr.trap
+// CHECK:         nvvm.nanosleep
+// CHECK:       gpu.barrier
+// CHECK:       scf.for %{{.*}} = %[[TID]] to %[[SPLITS]] step %[[T]]
+// CHECK:         memref.load %[[WS]]
+// CHECK:       gpu.all_reduce maximumf
+// CHECK:       gpu.all_reduce add
+// CHECK:       llvm.atomicrmw add
+// Then it writes its tile; the last block of the row to leave zeroes the
+// row's words.
+// CHECK:       vector.load %[[STAGE]]
+// CHECK:       vector.store %{{.*}}, %[[FLAT_OUT]]
+// CHECK:       scf.for
+// CHECK:         memref.store %{{.*}}, %[[WS]]
+// Slices of several tiles (rows longer than one tile per SM) sweep twice.
+// CHECK:     } else {
+// CHECK:       scf.for
+// CHECK:         scf.for
+// CHECK:           vector.load %[[FLAT_IN]]
+// CHECK:       llvm.inline_asm has_side_effects "red.release.gpu.global.add.u32 [$0], 1;"
 // CHECK: %[[R:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK: return %[[R]]
 
 // OPTIONS-LABEL: func.func @softmax
 // OPTIONS: arith.ceildivui %{{.*}}, %c1024
 // OPTIONS: arith.divui %{{.*}}, %c257
+// OPTIONS: arith.minui %{{.*}}, %c1
 // OPTIONS: arith.muli %c128, %{{.*}}
-// OPTIONS: arith.minui %c4, %{{.*}}
+// OPTIONS: arith.ceildivui %{{.*}}, %c8192
 
 // THREADS: attn-softmax-to-gpu: threads and split-threads must be multiples of 32 in [32, 1024], got 48
 // TILE: attn-softmax-to-gpu: elements-per-thread must be at least 1 and a block's f32 tile (threads x elements-per-thread x 4 bytes) at most 163 KiB, got 1024 x 512
+// SPLIT-TILE: attn-softmax-to-gpu: split-vectors must be at least 1 and a split row's tile (split-threads x split-vectors x 16 bytes) at most 163 KiB, got 64 x 256
 func.func @softmax(%x: tensor<?x?xf16>, %y: tensor<?x?xf16>) -> tensor<?x?xf16> {
   %r = attn.softmax ins(%x : tensor<?x?xf16>) outs(%y : tensor<?x?xf16>) -> tensor<?x?xf16>
   return %r : tensor<?x?xf16>

@@ -167,15 +167,17 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
       max/sum pass, then `gpu.all_reduce`: max, then the rescaled sum) and
       written;
     - a longer row is split across up to `attn.multiprocessor_count` blocks
-      of `split-threads`, each holding a tile of it: each publishes its
-      (max, sum) in an `attn.workspace` (a PTX release reduction), waits
-      for its row's other blocks (acquiring loads), merges their partials
-      and writes its tile, so the row is still read once and a few long
-      rows keep the whole GPU busy. Blocks take their (row, split) from a
-      ticket counter in start order, so a waiting block only waits on
-      blocks that are already running; the last ticket resets the counter
-      and the last block of a row to leave zeroes the row's words, leaving
-      the workspace zeroed;
+      of `split-threads` with `split-vectors` vectors per thread (tiles
+      evened out over the row), each holding a tile of it: each publishes
+      its (max, sum) in an `attn.workspace` (a PTX release reduction),
+      waits for its row's other blocks (acquiring loads), merges their
+      partials and writes its tile, so the row is still read once and a
+      few long rows keep the whole GPU busy. A row's splits are
+      consecutive blocks: as GPUs start blocks in index order and a row has
+      at most one block per SM, the blocks a block waits for are running
+      or start as earlier rows finish (a wait far longer than any real one
+      traps rather than hangs). The last block of a row to leave zeroes the
+      row's words, leaving the workspace zeroed;
     - a row longer than that many tiles gives each block a slice of several
       tiles, swept twice from global memory (an online max/sum, then the
       writes), the partials merged as above.
@@ -185,7 +187,9 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
     element by element (staged as -inf outside the row) and written element
     by element; a buffer that is not 16-byte aligned is read and written by
     elements. A warp whose vectors all lie in the row (a `nvvm.vote.sync`)
-    skips every per-vector check. exp(x - max) is exp2((x - max) *
+    skips every per-vector check; the warps at a row's ends copy and write
+    in loops, not unrolled (small code for the block that the rest of its
+    row waits for). exp(x - max) is exp2((x - max) *
     log2(e)); -inf entries give 0 and rows that are all -inf give 0.
   }];
   let options = [
@@ -199,7 +203,11 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
            "elements each thread copies into the block's tile in shared "
            "memory, in 16-byte vectors (a multiple of 4 for f32, 8 for "
            "f16/bf16): 16 vectors f32, 8 f16, as a thread's registers hold "
-           "its vectors widened to f32">
+           "its vectors widened to f32">,
+    Option<"splitVectors", "split-vectors", "int64_t", /*default=*/"16",
+           "16-byte vectors each thread copies for a row split across "
+           "blocks (16: 64 KiB tiles with 256 threads, for every element "
+           "type: fewer, fuller blocks wait less for each other per byte)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
