@@ -638,24 +638,28 @@ struct SoftmaxKernel : IndexBuilder {
     // One online pass (a vector's max, then the running sum rescaled to
     // it): a second pass would let the compiler keep every vector of the
     // first in registers, which costs blocks per SM.
+    // Every staged vector is whole (copyTile staged -inf outside the row),
+    // so no warp needs the checked (looped) form here.
     Type f32Type = b.getF32Type();
-    SmallVector<Value> stats =
-        byVectors(warpWhole, {f32Type, f32Type}, [&](Vectors kind) {
-          return forEachStaged(kind, {f32(kNegInf), f32(0)},
-                               [&](Value, ArrayRef<Value> xs,
-                                   ValueRange acc) -> SmallVector<Value> {
-                                 Value m = acc[0];
-                                 for (Value x : xs)
-                                   m = arith::MaximumFOp::create(b, loc, m, x);
-                                 Value shift = finiteMax(m);
-                                 Value l = arith::MulFOp::create(
-                                     b, loc, acc[1], expFrom(acc[0], shift));
-                                 for (Value x : xs)
-                                   l = arith::AddFOp::create(b, loc, l,
-                                                             expFrom(x, shift));
-                                 return {m, l};
-                               });
-        });
+    auto online = [&](Vectors kind) {
+      return forEachStaged(
+          kind, {f32(kNegInf), f32(0)},
+          [&](Value, ArrayRef<Value> xs, ValueRange acc) -> SmallVector<Value> {
+            Value m = acc[0];
+            for (Value x : xs)
+              m = arith::MaximumFOp::create(b, loc, m, x);
+            Value shift = finiteMax(m);
+            Value l =
+                arith::MulFOp::create(b, loc, acc[1], expFrom(acc[0], shift));
+            for (Value x : xs)
+              l = arith::AddFOp::create(b, loc, l, expFrom(x, shift));
+            return {m, l};
+          });
+    };
+    SmallVector<Value> stats = llvm::to_vector(select(
+        cmp(arith::CmpIPredicate::eq, used, c(vectors)), {f32Type, f32Type},
+        [&] { return online(Vectors::Whole); },
+        [&] { return online(Vectors::WholeUsed); }));
     auto [rowMax, rowSum, left] = rowStatistics(stats[0], stats[1]);
     Value scale = inverse(rowSum);
     Value rowShift = finiteMax(rowMax);
