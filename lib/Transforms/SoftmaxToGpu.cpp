@@ -12,12 +12,13 @@
 // memory. See the pass description in Passes.td.
 //
 // Blocks of a split row wait for each other, so the kernel relies on what
-// every CUDA GPU does: blocks start in the order of their index. A row's
-// blocks are consecutive and at most one per SM, so the lowest unfinished
-// row's blocks have all started or will start as blocks before them
-// finish. (A ticket counter would not rely on it, but its round trip at
-// each block's start cost 5-7% of the bandwidth; a block that waits far
-// longer than any real wait traps instead of hanging.)
+// CUDA GPUs do in practice (the programming guide does not promise it):
+// blocks start in the order of their index. A row's blocks are consecutive
+// and at most one per SM, so the lowest unfinished row's blocks have all
+// started or will start as blocks before them finish. (A ticket counter would
+// not rely on it, but its round trip at each block's start cost 5-7% of the
+// bandwidth; a block that waits far longer than any real wait traps instead of
+// hanging.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,8 +47,8 @@ using namespace mlir::attn;
 
 namespace {
 
-/// Workspace layout, in 32-bit words: per row an arrival and a departure
-/// counter, then per (row, split) the split's (max, sum) as f32 bits.
+// Workspace layout, in 32-bit words: per row an arrival and a departure
+// counter, then per (row, split) the split's (max, sum) as f32 bits.
 
 /// Polls of a row's arrival counter after which a waiting block traps: far
 /// more than any real wait (each poll sleeps, and takes a round trip to
@@ -285,7 +286,9 @@ struct SoftmaxKernel : IndexBuilder {
   /// flight), element copies where a vector straddles an end of the row
   /// (-inf outside it), so the staged vectors are all read whole. Each
   /// thread later reads only what it copied, so waiting for its own copies
-  /// is enough.
+  /// is enough. The checked form (warps at a row's ends) is a loop: unrolled,
+  /// its per-element code was fetched cold into the instruction cache by
+  /// the block that the rest of its row waits for.
   void copyTile(Value tileStart, Vectors kind) {
     auto cacheGlobal = NVVM::LoadCacheModifierKindAttr::get(
         b.getContext(), NVVM::LoadCacheModifierKind::CG);
@@ -549,11 +552,11 @@ struct SoftmaxKernel : IndexBuilder {
   /// Emits `body(p, xs, acc)` for each of this thread's vectors of the
   /// staged tile, threading `init` through as acc; xs are f32, -inf outside
   /// the row (copyTile staged them so). Unrolled: vectors past `used` are
-  /// skipped unless `kind` is Whole.
+  /// skipped unless `kind` is Whole; Checked is a loop over `used`.
   SmallVector<Value> forEachStaged(Vectors kind, ValueRange init,
                                    StagedBody body) {
     if (kind == Vectors::Checked) {
-      // A loop, as in copyTile.
+      // A loop, as in copyTile (only the writes need the checked form).
       OpBuilder::InsertionGuard guard(b);
       auto loop = scf::ForOp::create(b, loc, c(0), used, c(1), init);
       if (init.empty())
