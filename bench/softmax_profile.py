@@ -1,7 +1,7 @@
 """One attn.softmax launch per (dtype, N) at M * N = 2^26, for a profiler:
 
   ncu --kernel-name softmax_kernel python3 bench/softmax_profile.py \
-      gpu-bundles f32:4096 f16:1048576 e32-f16:65536 ...
+      gpu-bundles f32:4096 f16:1048576 sv8-f16:65536 ...
 
 A name is a bundle's: softmax-NAME-bundle.json; its dtype is its last part.
 """

@@ -36,7 +36,7 @@ make_bundle bench-bf16-d128-document512 --dtype=bf16 --head-dim=128 --mask=docum
 # the pipeline's defaults, then variants with other attn-softmax-to-gpu
 # options (run before the pipeline, which then finds no softmax left):
 #   bash scripts/gpu-softmax.sh  measures them all.
-softmax_variants=("sv8:split-vectors=8" "sv12:split-vectors=12" "sv24:split-vectors=24" "s128:split-threads=128 split-vectors=32")
+softmax_variants=("sv8:split-vectors=8" "sv12:split-vectors=12")
 for dtype in f32 f16 bf16; do
   build/bin/attn-run --op=softmax --emit-variant --dtype=$dtype > "$out/softmax-$dtype.mlir"
   build/bin/attn-opt "$out/softmax-$dtype.mlir" --attn-lower-to-nvvm="chip=$chip" \
