@@ -43,8 +43,15 @@
 // CHECK:   %[[ONE:.*]] = arith.cmpi eq, %[[SPLIT]], %c0
 // CHECK:   scf.if %[[ONE]] {
 // CHECK:     arith.muli %[[BID]], %[[N]]
-// The input's alignment decides between vectors and elements.
+// The input's alignment decides between vectors and elements; tiles start
+// on a 128-byte line (64 f16) where the row's tiles have room.
 // CHECK:     memref.extract_aligned_pointer_as_index %[[FLAT_IN]]
+// CHECK:     %[[HEAD16:.*]] = arith.select %{{.*}}, %{{.*}}, %c0
+// CHECK:     memref.extract_aligned_pointer_as_index %[[FLAT_IN]]
+// CHECK:     %[[LINEHEAD:.*]] = arith.remui %{{.*}}, %c64 : index
+// CHECK:     %[[ROOM:.*]] = arith.cmpi ule
+// CHECK:     %[[USE:.*]] = arith.andi %{{.*}}, %[[ROOM]]
+// CHECK:     arith.select %[[USE]], %[[LINEHEAD]], %[[HEAD16]]
 // A warp whose vectors all lie in the row skips per-vector checks: the
 // tile's 16-byte copies go to shared memory with cp.async.
 // CHECK:     nvvm.vote.sync all

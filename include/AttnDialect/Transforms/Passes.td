@@ -182,8 +182,10 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
       tiles, swept twice from global memory (an online max/sum, then the
       writes), the partials merged as above.
 
-    Vectors are aligned to 16 bytes of the buffer's address, so a row may
-    start anywhere (odd N): a vector that straddles a row's end is copied
+    Vectors are aligned to 16 bytes of the buffer's address (tiles to a
+    128-byte line where the row's tiles have room: from a 16-byte boundary
+    L2 serves half again as many sector reads), so a row may start
+    anywhere (odd N): a vector that straddles a row's end is copied
     element by element (staged as -inf outside the row) and written element
     by element; a buffer that is not 16-byte aligned is read and written by
     elements. A warp whose vectors all lie in the row (a `nvvm.vote.sync`)
