@@ -173,10 +173,11 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
       waits for its row's other blocks (acquiring loads), merges their
       partials and writes its tile, so the row is still read once and a
       few long rows keep the whole GPU busy. A row's splits are
-      consecutive blocks: as GPUs start blocks in index order and a row has
-      at most one block per SM, the blocks a block waits for are running
-      or start as earlier rows finish (a wait far longer than any real one
-      traps rather than hangs). The last block of a row to leave zeroes the
+      consecutive blocks: as GPUs start blocks in index order in practice
+      (CUDA does not promise it) and a row has at most one block per SM,
+      the blocks a block waits for are running or start as earlier rows
+      finish (a wait far longer than any real one traps rather than
+      hangs). The last block of a row to leave zeroes the
       row's words, leaving the workspace zeroed;
     - a row longer than that many tiles gives each block a slice of several
       tiles, swept twice from global memory (an online max/sum, then the
