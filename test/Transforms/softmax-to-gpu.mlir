@@ -81,6 +81,15 @@
 // CHECK:       arith.remui %[[BID]], %[[SPLITS]]
 // CHECK:       nvvm.vote.sync all
 // CHECK:       nvvm.cp.async.shared.global
+// The vectors that straddle the row's ends are loaded after the checked
+// copy loop, by the thread that holds each (32-bit owner arithmetic), with
+// no branch per element.
+// CHECK:       scf.for
+// CHECK:       arith.divui %{{.*}}, %c8_i32 : i32
+// CHECK:       arith.remui %{{.*}}, %{{.*}} : i32
+// CHECK:       memref.load %[[FLAT_IN]]
+// CHECK-NEXT:  arith.select
+// CHECK:       nvvm.cp.async.commit.group
 // CHECK:       gpu.all_reduce maximumf
 // CHECK:       gpu.all_reduce add
 // Each publishes its partial, releases it, waits for the row's other
