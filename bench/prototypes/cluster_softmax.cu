@@ -5,46 +5,10 @@
 // tiles exchange the clusters' (max, sum) through global memory (ticket
 // order). Rows are assumed aligned (N a multiple of the vector width).
 //   nvcc -O3 -arch=sm_90a -std=c++17 cluster_softmax.cu -o cs && ./cs
+#include "common.cuh"
+
 #include <cooperative_groups.h>
-#include <cuda_fp16.h>
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <vector>
 namespace cg = cooperative_groups;
-
-#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-  printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1);} } while (0)
-
-__device__ __forceinline__ void cpAsync16(void *smem, const void *g) {
-  unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(g));
-}
-__device__ float toF(float x) { return x; }
-__device__ float toF(__half x) { return __half2float(x); }
-template <typename T> __device__ T fromF(float x);
-template <> __device__ float fromF<float>(float x) { return x; }
-template <> __device__ __half fromF<__half>(float x) { return __float2half(x); }
-
-struct MS { float m, s; };
-__device__ MS mergeMS(MS a, MS b) {
-  float m = fmaxf(a.m, b.m);
-  if (m == -INFINITY) return {m, 0.f};
-  return {m, a.s * exp2f((a.m - m) * 1.4426950408889634f) +
-                 b.s * exp2f((b.m - m) * 1.4426950408889634f)};
-}
-template <int THREADS> __device__ MS blockReduce(MS v, MS *scratch) {
-  for (int o = 16; o > 0; o >>= 1)
-    v = mergeMS(v, MS{__shfl_xor_sync(~0u, v.m, o), __shfl_xor_sync(~0u, v.s, o)});
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  MS r = scratch[0];
-  for (int i = 1; i < THREADS / 32; ++i) r = mergeMS(r, scratch[i]);
-  __syncthreads();
-  return r;
-}
 
 // ws: [ticket][arrived rows][departed rows][partials rows*K*2]
 template <typename T, int THREADS, int VECS>
@@ -88,16 +52,7 @@ clusterSoftmax(const T *in, T *out, int rows, long n, int clustersPerRow, unsign
 #pragma unroll
   for (int k = 0; k < VECS; ++k) {
     int idx = (k * THREADS + threadIdx.x) * W;
-    if (idx < left) {
-      uint4 raw = *reinterpret_cast<uint4 *>(tile + idx);
-      const T *x = reinterpret_cast<const T *>(&raw);
-      float m = v.m;
-      for (int i = 0; i < W; ++i) m = fmaxf(m, toF(x[i]));
-      float sh = m == -INFINITY ? 0.f : m;
-      float l = v.s * exp2f((v.m - sh) * 1.4426950408889634f);
-      for (int i = 0; i < W; ++i) l += exp2f((toF(x[i]) - sh) * 1.4426950408889634f);
-      v = {m, l};
-    }
+    if (idx < left) v = foldVector<T>(v, *reinterpret_cast<uint4 *>(tile + idx));
   }
   MS blk = blockReduce<THREADS>(v, scratch);
   if (threadIdx.x == 0) mine = blk;
@@ -138,14 +93,9 @@ clusterSoftmax(const T *in, T *out, int rows, long n, int clustersPerRow, unsign
 #pragma unroll
   for (int k = 0; k < VECS; ++k) {
     int idx = (k * THREADS + threadIdx.x) * W;
-    if (idx < left) {
-      uint4 raw = *reinterpret_cast<uint4 *>(tile + idx);
-      const T *x = reinterpret_cast<const T *>(&raw);
-      uint4 o;
-      T *y = reinterpret_cast<T *>(&o);
-      for (int i = 0; i < W; ++i) y[i] = fromF<T>(exp2f((toF(x[i]) - sh) * 1.4426950408889634f) * inv);
-      *reinterpret_cast<uint4 *>(dst + idx) = o;
-    }
+    if (idx < left)
+      *reinterpret_cast<uint4 *>(dst + idx) =
+          softmaxVector<T>(*reinterpret_cast<uint4 *>(tile + idx), sh, inv);
   }
   // Departures: the last of the row's clusters (rank 0 of each counts,
   // after every rank of it has read the partials... ranks read partials
@@ -157,33 +107,6 @@ clusterSoftmax(const T *in, T *out, int rows, long n, int clustersPerRow, unsign
   }
   asm volatile("barrier.cluster.wait.acquire.aligned;");
 }
-
-__global__ void fill(float *p, long n, unsigned seed) {
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995; h ^= h >> 15;
-    p[i] = (h % 20000) / 1000.0f - 10.0f;
-  }
-}
-template <typename T> __global__ void convert(const float *a, T *b, long n) {
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) b[i] = fromF<T>(a[i]);
-}
-static float median(std::vector<float> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
-struct Timer {
-  cudaEvent_t a, b; void *flush;
-  Timer() { cudaEventCreate(&a); cudaEventCreate(&b); CHECK(cudaMalloc(&flush, 256 << 20)); }
-  template <typename F> float ms(F f, int reps = 30) {
-    std::vector<float> t;
-    f();
-    CHECK(cudaDeviceSynchronize());
-    for (int r = 0; r < reps; ++r) {
-      cudaMemsetAsync(flush, r, 256 << 20);
-      cudaEventRecord(a); f(); cudaEventRecord(b); cudaEventSynchronize(b);
-      float x; cudaEventElapsedTime(&x, a, b); t.push_back(x);
-    }
-    CHECK(cudaGetLastError());
-    return median(t);
-  }
-};
 
 template <typename T, int THREADS, int VECS>
 void run(const char *dtype, long n, int cs, Timer &timer, float copyGBs, float *src32) {

@@ -75,6 +75,10 @@ struct IndexBuilder {
     return arith::CmpIOp::create(b, loc, p, x, y);
   }
   Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value negate(Value x) {
+    return arith::XOrIOp::create(b, loc, x,
+                                 arith::ConstantIntOp::create(b, loc, 1, 1));
+  }
 };
 
 /// Builds the kernel body: the values are the kernel's view of the launch.
@@ -313,6 +317,10 @@ struct SoftmaxKernel : IndexBuilder {
     };
     if (kind == Vectors::Checked) {
       OpBuilder::InsertionGuard guard(b);
+      // Split rows with aligned input load the row's elements of vectors
+      // that straddle its ends after the loop (loadStraddlingVectors).
+      Value loadInLoop = splitRow ? negate(vectorIn)
+                                  : arith::ConstantIntOp::create(b, loc, 1, 1);
       auto loop = scf::ForOp::create(b, loc, c(0), used, c(1));
       b.setInsertionPoint(loop.getBody()->getTerminator());
       Value at = position(c(0), loop.getInductionVar());
@@ -324,18 +332,10 @@ struct SoftmaxKernel : IndexBuilder {
       // vector is read whole.
       b.setInsertionPoint(op.elseBlock()->getTerminator());
       Type element = cast<MemRefType>(in.getType()).getElementType();
-      // Split rows with aligned input load the row's elements of these
-      // vectors after the loop (see below).
-      Value early =
-          splitRow ? arith::XOrIOp::create(
-                         b, loc, vectorIn,
-                         arith::ConstantIntOp::create(b, loc, 1, 1))
-                         .getResult()
-                   : arith::ConstantIntOp::create(b, loc, 1, 1).getResult();
       for (int64_t i = 0; i < width; ++i) {
         Value q = add(p, c(i));
         Value x = select(
-            both(early, insideRow(q)), element,
+            both(loadInLoop, insideRow(q)), element,
             [&]() -> SmallVector<Value> {
               return {memref::LoadOp::create(b, loc, in, q)};
             },
@@ -392,22 +392,19 @@ struct SoftmaxKernel : IndexBuilder {
             mul(arith::IndexCastOp::create(b, loc, b.getIndexType(), vector),
                 c(width));
         Value p = add(tileStart, at);
-        onlyIf(
-            arith::XOrIOp::create(b, loc, whole(p),
-                                  arith::ConstantIntOp::create(b, loc, 1, 1)),
-            [&] {
-              SmallVector<Value> xs;
-              for (int64_t i = 0; i < width; ++i) {
-                Value e = add(p, c(i));
-                Value inside = insideRow(e);
-                Value safe = arith::SelectOp::create(b, loc, inside, e, q);
-                xs.push_back(arith::SelectOp::create(
-                    b, loc, inside, memref::LoadOp::create(b, loc, in, safe),
-                    negInf));
-              }
-              for (int64_t i = 0; i < width; ++i)
-                memref::StoreOp::create(b, loc, xs[i], stage, add(at, c(i)));
-            });
+        onlyIf(negate(whole(p)), [&] {
+          SmallVector<Value> xs;
+          for (int64_t i = 0; i < width; ++i) {
+            Value e = add(p, c(i));
+            Value inside = insideRow(e);
+            Value safe = arith::SelectOp::create(b, loc, inside, e, q);
+            xs.push_back(arith::SelectOp::create(
+                b, loc, inside, memref::LoadOp::create(b, loc, in, safe),
+                negInf));
+          }
+          for (int64_t i = 0; i < width; ++i)
+            memref::StoreOp::create(b, loc, xs[i], stage, add(at, c(i)));
+        });
       });
     }
   }
