@@ -82,7 +82,8 @@ class Driver:
             ctypes.c_uint(grid[2]), ctypes.c_uint(block[0]),
             ctypes.c_uint(block[1]), ctypes.c_uint(block[2]),
             ctypes.c_uint(shared), ctypes.c_void_p(stream), pointers, None),
-            "cuLaunchKernel")
+            f"cuLaunchKernel(grid {grid}, block {block}, {shared} bytes of "
+            f"dynamic shared memory)")
 
 
 # --- launch expressions --------------------------------------------------

@@ -53,20 +53,29 @@
 // CHECK:     %[[USE:.*]] = arith.andi %{{.*}}, %[[ROOM]]
 // CHECK:     arith.select %[[USE]], %[[LINEHEAD]], %[[HEAD16]]
 // A warp whose vectors all lie in the row skips per-vector checks: the
-// tile's 16-byte copies go to shared memory with cp.async.
+// tile's 16-byte copies go to shared memory with cp.async, committed in
+// four groups (8 vectors of f16 per thread: two each).
 // CHECK:     nvvm.vote.sync all
 // CHECK:     nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>
-// CHECK:     nvvm.cp.async.commit.group
-// CHECK:     nvvm.cp.async.wait.group 0
+// CHECK-NOT: nvvm.cp.async.wait.group
+// CHECK-COUNT-4: nvvm.cp.async.commit.group
+// CHECK-NOT: nvvm.cp.async.wait.group
 // The warps at a row's ends copy in a loop (small code), vectors that
-// straddle an end element by element.
+// straddle an end element by element, and wait for all of it.
 // CHECK:     scf.for
 // CHECK:       nvvm.cp.async.shared.global
 // CHECK:       memref.load %[[FLAT_IN]]
 // CHECK:       memref.store %{{.*}}, %[[STAGE]]
-// The block's (max, sum) from the staged tile.
+// CHECK:     nvvm.cp.async.commit.group
+// CHECK-NEXT: nvvm.cp.async.wait.group 0
+// The block's (max, sum) from the staged tile, each group reduced as soon
+// as it has landed, the later ones still in flight.
+// CHECK:     nvvm.cp.async.wait.group 3
 // CHECK:     vector.load %[[STAGE]]
 // CHECK:     math.exp2
+// CHECK:     nvvm.cp.async.wait.group 2
+// CHECK:     nvvm.cp.async.wait.group 1
+// CHECK:     nvvm.cp.async.wait.group 0
 // CHECK:     gpu.all_reduce maximumf
 // CHECK:     gpu.all_reduce add
 // The probabilities are written from shared memory, 16 bytes at a time;
