@@ -90,15 +90,30 @@
 // CHECK:       arith.remui %[[BID]], %[[SPLITS]]
 // CHECK:       nvvm.vote.sync all
 // CHECK:       nvvm.cp.async.shared.global
-// The vectors that straddle the row's ends are loaded after the checked
-// copy loop, by the thread that holds each (32-bit owner arithmetic), with
-// no branch per element.
-// CHECK:       scf.for
-// CHECK:       arith.divui %{{.*}}, %c8_i32 : i32
-// CHECK:       arith.remui %{{.*}}, %{{.*}} : i32
-// CHECK:       memref.load %[[FLAT_IN]]
-// CHECK-NEXT:  arith.select
-// CHECK:       nvvm.cp.async.commit.group
+// The warps at the row's ends copy their whole vectors too, each behind a
+// check, in the same four groups; then stage the others in a loop, and load
+// the row's elements of the vectors that straddle its ends, by the thread
+// that holds each (32-bit owner arithmetic), with no branch per element;
+// and do not wait: the first pass waits group by group. (The branches are
+// the warps with every vector in the row, those with the tile's used
+// vectors in it, then these.)
+// CHECK:       } else {
+// CHECK:       } else {
+// CHECK:         scf.if
+// CHECK-NEXT:      arith.constant 2
+// CHECK-NOT:     scf.for
+// CHECK:           nvvm.cp.async.shared.global
+// CHECK-COUNT-4: nvvm.cp.async.commit.group
+// CHECK-NOT:     nvvm.cp.async.wait.group
+// CHECK:         scf.for
+// CHECK:         arith.divui %{{.*}}, %c8_i32 : i32
+// CHECK:         arith.remui %{{.*}}, %{{.*}} : i32
+// CHECK:         memref.load %[[FLAT_IN]]
+// CHECK-NEXT:    arith.select
+// CHECK-NOT:     nvvm.cp.async.wait.group
+// CHECK:       }
+// CHECK:       nvvm.cp.async.wait.group 3
+// CHECK:       nvvm.cp.async.wait.group 0
 // CHECK:       gpu.all_reduce maximumf
 // CHECK:       gpu.all_reduce add
 // Each publishes its partial, releases it, waits for the row's other
