@@ -64,6 +64,8 @@ class Driver:
         return fn
 
     def launch(self, fn, grid, block, params, shared=0):
+        if 0 in grid:
+            return  # an empty problem: nothing to launch (as the runtime)
         # Static shared memory (gpu.all_reduce's) counts too: opt in for
         # any dynamic amount rather than only above 48 KiB.
         if shared > 0 and self.opted_in.get(fn.value) != shared:

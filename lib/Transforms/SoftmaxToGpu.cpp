@@ -932,16 +932,24 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     // split row's tiles are evened out, so that its blocks all copy about
     // as much and none waits long for a full one.
     Value splitTile = h.c(splitThreads * splitVectors * width);
-    Value evenTiles = h.ceilDiv(span, splitTile);
-    Value used = choose(
-        split, h.min(h.c(vectors), h.ceilDiv(span, h.mul(fit, h.c(width)))),
-        h.ceilDiv(span, h.mul(evenTiles, h.c(splitThreads * width))));
+    // Empty rows (N = 0) keep every count at least 1, so that no launch
+    // expression divides by zero (both choices are evaluated): a block per
+    // row that reads and writes nothing; no rows launch no blocks.
+    Value one = h.c(1);
+    Value evenTiles = h.max(h.ceilDiv(span, splitTile), one);
+    Value used = h.max(
+        choose(split,
+               h.min(h.c(vectors), h.ceilDiv(span, h.mul(fit, h.c(width)))),
+               h.ceilDiv(span, h.mul(evenTiles, h.c(splitThreads * width)))),
+        one);
     Value tileElements = h.mul(h.mul(blockSize, used), h.c(width));
     Value tiles = h.ceilDiv(span, tileElements);
     // At most one block per SM for a row, so all of a row's blocks can be
     // resident at once (they wait for each other).
-    Value splits = h.min(tiles, MultiprocessorCountOp::create(
-                                    rewriter, loc, rewriter.getIndexType()));
+    Value splits =
+        h.max(h.min(tiles, MultiprocessorCountOp::create(
+                               rewriter, loc, rewriter.getIndexType())),
+              one);
     Value sliceTiles = h.ceilDiv(tiles, splits);
     Value blocks = h.mul(rows, splits);
     Value words = h.mul(h.c(2), h.add(rows, blocks));
@@ -952,7 +960,6 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
         arith::IndexCastOp::create(rewriter, loc, rewriter.getI32Type(),
                                    h.mul(tileElements, h.c(elementBytes)));
 
-    Value one = h.c(1);
     auto workgroup = gpu::AddressSpaceAttr::get(rewriter.getContext(),
                                                 gpu::AddressSpace::Workgroup);
     auto launch = gpu::LaunchOp::create(rewriter, loc, blocks, one, one,

@@ -146,3 +146,21 @@ def test_softmax_rows_split_across_blocks(softmax_bundle):
         kernel(x, y)
         want = torch.softmax(x.double(), dim=-1)
         assert ((y.double() - want).norm() / want.norm()).item() < 1e-6, (rows, n)
+
+
+@needs_gpu
+def test_softmax_of_nothing(softmax_bundle):
+    """Empty rows, and no rows: the launch is empty or its blocks do
+    nothing; neither is an error (no launch expression divides by zero),
+    and the kernel works as before after them."""
+    torch = pytest.importorskip("torch")
+    kernel = attn.Kernel(softmax_bundle)
+    for rows, n in ((3, 0), (0, 100003), (0, 0)):
+        kernel(torch.randn(rows, n, device="cuda"),
+               torch.empty(rows, n, device="cuda"))
+    torch.cuda.synchronize()
+    x = torch.randn(2, 100003, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    kernel(x, y)
+    want = torch.softmax(x.double(), dim=-1)
+    assert ((y.double() - want).norm() / want.norm()).item() < 1e-6

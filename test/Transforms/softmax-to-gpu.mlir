@@ -26,10 +26,14 @@
 // CHECK: %[[SPLIT:.*]] = arith.minui %{{.*}}, %c1
 // CHECK: arith.muli %c256, %[[SPLIT]]
 // CHECK: %[[T:.*]] = arith.addi
-// CHECK: %[[EVEN:.*]] = arith.ceildivui %[[SPAN]], %c32768
+// Counts stay at least 1 (an empty row divides by none of them).
+// CHECK: %[[TILES:.*]] = arith.ceildivui %[[SPAN]], %c32768
+// CHECK: %[[EVEN:.*]] = arith.maxui %[[TILES]], %[[ONE:.*]] : index
 // CHECK: arith.muli %[[EVEN]], %c2048
+// CHECK: %[[USED:.*]] = arith.maxui %{{.*}}, %[[ONE]] : index
 // CHECK: %[[SMS:.*]] = attn.multiprocessor_count : index
-// CHECK: %[[SPLITS:.*]] = arith.minui %{{.*}}, %[[SMS]] : index
+// CHECK: %[[FEWER:.*]] = arith.minui %{{.*}}, %[[SMS]] : index
+// CHECK: %[[SPLITS:.*]] = arith.maxui %[[FEWER]], %[[ONE]] : index
 // CHECK: %[[SLICE:.*]] = arith.ceildivui %{{.*}}, %[[SPLITS]] : index
 // CHECK: %[[BLOCKS:.*]] = arith.muli %[[ROWS]], %[[SPLITS]] : index
 // CHECK: %[[WS:.*]] = attn.workspace %{{.*}} : memref<?xi32>
