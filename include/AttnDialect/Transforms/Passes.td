@@ -158,8 +158,9 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
     bufferization). A block copies a tile of its row into dynamic shared
     memory with `cp.async` (16-byte copies, `elements-per-thread` elements
     per thread: no registers are held while the copies are in flight, so
-    many blocks fit on an SM), reduces it from there and writes it from
-    there. Its threads are chosen from N at launch: enough for the row, in
+    many blocks fit on an SM), committed in four groups that its first
+    pass reduces one at a time as they land, and writes it from there.
+    Its threads are chosen from N at launch: enough for the row, in
     whole warps, up to `threads`; short rows use fewer vectors per thread.
     The strategy follows from the shape:
 
@@ -190,10 +191,12 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
     element by element (staged as -inf outside the row) and written element
     by element; a buffer that is not 16-byte aligned is read and written by
     elements. A warp whose vectors all lie in the row (a `nvvm.vote.sync`)
-    skips every per-vector check; the warps at a row's ends copy and write
-    in loops, not unrolled (small code for the block that the rest of its
-    row waits for). exp(x - max) is exp2((x - max) *
-    log2(e)); -inf entries give 0 and rows that are all -inf give 0.
+    skips every per-vector check; the warps at a row's ends check each
+    vector, stage the ones that are not whole in a loop and write in a loop
+    (small code for the block that the rest of its row waits for). exp(x -
+    max) is exp2((x - max) * log2(e)); -inf entries give 0 and rows that
+    are all -inf give 0. Empty rows (N = 0) launch blocks that touch
+    nothing, no rows an empty grid.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", /*default=*/"512",
