@@ -113,9 +113,10 @@ def check(variant):
             if not ok:
                 print(f"FAIL softmax{variant and ' ' + variant} {name} "
                       f"rows={rows} N={n} scale={scale}: error {err:.3e}")
-    # Split rows again and again: a block that read another's partial too
-    # early (a memory-ordering bug) shows as a row off by that partial's
-    # share of the sum, now and then (once in fifteen rounds, 0.4%).
+    # Split rows again and again: a block that read another's partial
+    # before it was published would leave a row off by that partial's share
+    # of the sum now and then (one failure of that size was seen once and
+    # not again: bench/RESULTS.md, session 5).
     # (dtype, rows, N, input and output offsets in elements)
     for name, rows, n, offsets in (("f16", 1, 1 << 24, (0, 0)),
                                    ("f16", 1, 1 << 24, (1, 1)),

@@ -310,7 +310,7 @@ struct SoftmaxKernel : IndexBuilder {
   /// copied, so waiting for its own copies is enough. The warps at a split
   /// row's ends (Checked) copy their whole vectors so too, each behind a
   /// check, and stage the others after (stageChecked): they are in the
-  /// blocks that the rest of the row waits for (odd f16 rows 0.88 -> 0.90).
+  /// blocks that the rest of the row waits for (odd f16 rows +0.01-0.02).
   /// At a short row's ends they copy everything in stageChecked's loop and
   /// wait for all of it (f16 N = 1000: 0.96, 0.93 as split rows do).
   void copyTile(Value tileStart, Vectors kind) {
@@ -395,7 +395,7 @@ struct SoftmaxKernel : IndexBuilder {
   /// The copy group of unrolled vector `k` (copyTile): kCopyGroups groups
   /// of about equal size. (With the whole tile waited for at once, odd f16
   /// rows split across blocks reached 0.87 of the copy, 0.89 with four
-  /// groups; f16 N = 2^20 0.89 and 0.93.)
+  /// groups; f16 N = 2^20 0.90 and 0.93.)
   int64_t groupOf(int64_t k) {
     int64_t groups = std::min(kCopyGroups, vectors);
     return k * groups / vectors;
@@ -670,7 +670,9 @@ struct SoftmaxKernel : IndexBuilder {
   /// Emits `body(p, xs, acc)` for each of this thread's vectors of the
   /// staged tile, threading `init` through as acc; xs are f32, -inf outside
   /// the row (copyTile staged them so). Unrolled: vectors past `used` are
-  /// skipped unless `kind` is Whole; Checked is a loop over `used`.
+  /// skipped unless `kind` is Whole; Checked is a loop over `used`. The
+  /// first pass over the tile (unrolled) waits for each copy group before
+  /// its first vector (waitForGroup).
   SmallVector<Value> forEachStaged(Vectors kind, ValueRange init,
                                    StagedBody body, bool firstPass = false) {
     if (kind == Vectors::Checked) {
