@@ -535,6 +535,20 @@ struct SoftmaxKernel : IndexBuilder {
     return add(mul(rows, c(2)), mul(add(mul(row, splits), s), c(2)));
   }
 
+  /// (max, sum) merged across the 32 lanes of a warp (a butterfly: every
+  /// lane ends with the same bits, since each step's merge is symmetric).
+  std::pair<Value, Value> warpMerge(Value m, Value l) {
+    for (int32_t offset = 1; offset < 32; offset *= 2) {
+      auto across = [&](Value v) {
+        return gpu::ShuffleOp::create(b, loc, v, offset, /*width=*/32,
+                                      gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+      };
+      std::tie(m, l) = merge(m, l, across(m), across(l));
+    }
+    return {m, l};
+  }
+
   /// The row's (max, sum) from every split's: publish this block's, wait
   /// until the row's blocks have all published, merge theirs.
   std::array<Value, 3> mergeSplits(Value m, Value l) {
@@ -582,8 +596,11 @@ struct SoftmaxKernel : IndexBuilder {
     // The acquiring load of thread 0, then the barrier, order every
     // thread's reads of the partials after their writes.
     gpu::BarrierOp::create(b, loc);
-    // Each thread merges every threads-th partial, then the block merges.
-    auto gather = scf::ForOp::create(b, loc, tid, splits, threads,
+    // Each warp merges the row's partials itself (lane j those of splits j,
+    // j + 32, ..., then shuffles), so no block-wide reduction follows: with
+    // two gpu.all_reduce here split rows ran 0.01-0.03 of the copy slower.
+    // Every warp gets the same bits (same partials per lane, same order).
+    auto gather = scf::ForOp::create(b, loc, rem(tid, c(32)), splits, c(32),
                                      ValueRange{f32(kNegInf), f32(0)});
     {
       OpBuilder::InsertionGuard guard(b);
@@ -599,9 +616,10 @@ struct SoftmaxKernel : IndexBuilder {
                 word(slot), word(add(slot, c(1))));
       scf::YieldOp::create(b, loc, ValueRange{mm, ll});
     }
-    auto [rowMax, rowSum] =
-        blockReduce(gather.getResult(0), gather.getResult(1));
-    // The reductions' barriers order every thread's reads before this.
+    auto [rowMax, rowSum] = warpMerge(gather.getResult(0), gather.getResult(1));
+    // Every thread's reads come before thread 0's count below: a barrier
+    // (the shuffles order only each warp's).
+    gpu::BarrierOp::create(b, loc);
     // Thread 0 counts the block out now and looks at the count after the
     // block's writes (see `leave`), so the atomic's latency is hidden.
     Value left = select(

@@ -110,7 +110,7 @@
 // CHECK-COUNT-4: nvvm.cp.async.commit.group
 // CHECK-NOT:     nvvm.cp.async.wait.group
 // CHECK:         scf.for
-// CHECK:         arith.divui %{{.*}}, %c8_i32 : i32
+// CHECK:         arith.divui %{{.*}}, %c8_i32{{.*}} : i32
 // CHECK:         arith.remui %{{.*}}, %{{.*}} : i32
 // CHECK:         memref.load %[[FLAT_IN]]
 // CHECK-NEXT:    arith.select
@@ -121,8 +121,10 @@
 // CHECK:       gpu.all_reduce maximumf
 // CHECK:       gpu.all_reduce add
 // Each publishes its partial, releases it, waits for the row's other
-// blocks (trapping after far longer than any real wait), merges theirs
-// and counts itself out.
+// blocks (trapping after far longer than any real wait); each warp merges
+// theirs (lane j the partials of splits j, j + 32, ..., then a butterfly of
+// shuffles, no block-wide reduction); after a barrier the block counts
+// itself out.
 // CHECK:       memref.store %{{.*}}, %[[WS]]
 // CHECK:       llvm.inline_asm has_side_effects "red.release.gpu.global.add.u32 [$0], 1;"
 // CHECK:       scf.while
@@ -130,10 +132,13 @@
 // CHECK:         llvm.intr.trap
 // CHECK:         nvvm.nanosleep
 // CHECK:       gpu.barrier
-// CHECK:       scf.for %{{.*}} = %[[TID]] to %[[SPLITS]] step %[[T]]
+// CHECK:       %[[LANE:.*]] = arith.remui %[[TID]], %c32
+// CHECK:       scf.for %{{.*}} = %[[LANE]] to %[[SPLITS]] step %c32
 // CHECK:         memref.load %[[WS]]
-// CHECK:       gpu.all_reduce maximumf
-// CHECK:       gpu.all_reduce add
+// CHECK-COUNT-5: gpu.shuffle  xor %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK-NOT:   gpu.all_reduce
+// CHECK:       gpu.barrier
+// CHECK:       arith.cmpi eq, %[[TID]]
 // CHECK:       llvm.atomicrmw add
 // Then it writes its tile; the last block of the row to leave zeroes the
 // row's words.
