@@ -1,7 +1,8 @@
 // Helpers shared by the softmax prototypes in this folder (see their
 // headers): cp.async, element conversions, the (max, sum) pair and its
 // block reduction, one 16-byte vector's fold and write, the split-row
-// wait, input generation and L2-flushed event timing.
+// wait, input generation, the host reference check and L2-flushed event
+// timing.
 #pragma once
 #include <cuda_fp16.h>
 #include <algorithm>
@@ -85,6 +86,28 @@ __global__ void fill(float *p, long n, unsigned seed) {
 }
 template <typename T> __global__ void convert(const float *a, T *b, long n) {
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) b[i] = fromF<T>(a[i]);
+}
+
+// The worst relative error of rows 0, rows / 2 and rows - 1 of `out`
+// against a double softmax of `in` (device buffers of [rows, n]), over the
+// entries whose reference exceeds `smallest`.
+template <typename T>
+double worstRowError(const T *in, const T *out, int rows, long n, double smallest) {
+  std::vector<T> hi(n), ho(n);
+  double worst = 0;
+  auto f = [](T x) { if constexpr (sizeof(T) == 4) return (double)x; else return (double)__half2float(x); };
+  for (int r : {0, rows / 2, rows - 1}) {
+    CHECK(cudaMemcpy(hi.data(), in + r * n, n * sizeof(T), cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(ho.data(), out + r * n, n * sizeof(T), cudaMemcpyDeviceToHost));
+    double m = -INFINITY, s = 0;
+    for (long i = 0; i < n; ++i) m = std::max(m, f(hi[i]));
+    for (long i = 0; i < n; ++i) s += std::exp(f(hi[i]) - m);
+    for (long i = 0; i < n; ++i) {
+      double ref = std::exp(f(hi[i]) - m) / s;
+      if (ref > smallest) worst = std::max(worst, std::fabs(f(ho[i]) - ref) / std::max(ref, 1e-30));
+    }
+  }
+  return worst;
 }
 
 static float median(std::vector<float> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
