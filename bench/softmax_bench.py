@@ -7,7 +7,8 @@ usage: python3 bench/softmax_bench.py gpu-bundles [VARIANT ...]
   VARIANT names softmax-VARIANT-{f32,f16,bf16} bundles, compiled with other
   pass options, measured after the default)
 
-GB/s counts one read and one write of the M x N input (M * N = 2^26), as
+GB/s counts one read and one write of the M x N input (M * N = 2^26, or
+2^SOFTMAX_TOTAL_LOG2), as
 BENCHMARKS.md asks; the copy reads and writes the same bytes. Every figure
 is triton's do_bench median (as the anchors are measured).
 """
@@ -151,17 +152,25 @@ def check(variant):
     return failures
 
 
-failures = sum(check(v) for v in variants)
+# SOFTMAX_CHECK=0 skips the correctness round (exploratory timing only: a
+# figure quoted anywhere comes from a round that checked).
+failures = (sum(check(v) for v in variants)
+            if os.environ.get("SOFTMAX_CHECK", "1") != "0" else 0)
 
 # --- bandwidth ---------------------------------------------------------------
 # Row lengths; SOFTMAX_BENCH_N="98304,100003" measures others.
 SIZES = [int(n) for n in os.environ.get(
     "SOFTMAX_BENCH_N", "1024,1000,4096,16384,65536,100003,262144,1048576").split(",")]
+# M * N = 2^26 as the issue asks; SOFTMAX_TOTAL_LOG2=28 measures 4x the bytes
+# (what a fixed cost per launch, a ramp or a tail, weighs).
+TOTAL_LOG2 = int(os.environ.get("SOFTMAX_TOTAL_LOG2", "26"))
+# SOFTMAX_PEERS=0 leaves torch.softmax and torch.compile out (faster A/B).
+PEERS = os.environ.get("SOFTMAX_PEERS", "1") != "0"
 compiled = torch.compile(lambda t: torch.softmax(t, dim=-1))
 rows_out = []
 for name in ("f32", "f16"):
     dtype = DTYPES[name]
-    total = 1 << 26
+    total = 1 << TOTAL_LOG2
     x0 = torch.randn(total, device="cuda").to(dtype)
     y0 = torch.empty_like(x0)
     copy_ms = median_ms(lambda: y0.copy_(x0))
@@ -176,12 +185,13 @@ for name in ("f32", "f16"):
         for variant in variants:
             ours = median_ms(run(variant, name, x, y))
             row[f"attn{variant and '_' + variant}_gbs"] = moved / ours / 1e6
-        eager = median_ms(lambda: torch.softmax(x, dim=-1))
-        try:
-            comp = median_ms(lambda: compiled(x))
-        except Exception as e:  # noqa: BLE001
-            comp = float("nan")
-            print(f"torch.compile failed for N={n}: {e}")
+        eager = comp = float("nan")
+        if PEERS:
+            eager = median_ms(lambda: torch.softmax(x, dim=-1))
+            try:
+                comp = median_ms(lambda: compiled(x))
+            except Exception as e:  # noqa: BLE001
+                print(f"torch.compile failed for N={n}: {e}")
         row["torch_gbs"] = moved / eager / 1e6
         row["compiled_gbs"] = moved / comp / 1e6
         row["attn_of_copy"] = row["attn_gbs"] / copy

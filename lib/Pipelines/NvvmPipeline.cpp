@@ -53,16 +53,25 @@ LogicalResult mlir::attn::buildNvvmPipeline(
     return errorHandler("attn-lower-to-nvvm: format must be isa or bin, not '" +
                         options.format.getValue() + "'");
 
+  // Shared memory an SM gives its blocks (the CUDA programming guide's
+  // compute capability table): the softmax kernel sizes split rows' tiles
+  // by it.
+  int64_t sharedMemoryPerSm = smVersion >= 90   ? 228 * 1024
+                              : smVersion == 80 ? 164 * 1024
+                              : smVersion == 87 ? 164 * 1024
+                              : smVersion >= 86 ? 100 * 1024
+                                                : 64 * 1024;
   const std::string stages[] = {
       llvm::formatv("attn-tile-attention{{q-tile={0} gpu-mapping},"
                     "canonicalize",
                     options.qTile.getValue()),
-      llvm::formatv("attn-softmax-to-gpu,attn-decompose-merge-splits,"
+      llvm::formatv("attn-softmax-to-gpu{{shared-memory-per-sm={1}},"
+                    "attn-decompose-merge-splits,"
                     "attn-decompose-attention{{"
                     "kv-tile={0}},attn-decompose-softmax,"
                     "attn-decompose-online-softmax,canonicalize,cse,"
                     "attn-check-decomposed",
-                    options.kvTile.getValue()),
+                    options.kvTile.getValue(), sharedMemoryPerSm),
       // Kernels cannot allocate: bound every temporary (a block's go to
       // shared memory), bufferize, copy with linalg, and stage the global
       // tiles the block reads in shared memory.

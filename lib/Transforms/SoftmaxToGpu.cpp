@@ -58,6 +58,23 @@ constexpr int64_t kMostPolls = int64_t(1) << 26;
 /// cp.async groups a tile's unrolled copies are committed in (copyTile).
 constexpr int64_t kCopyGroups = 4;
 
+/// The `timeline` option's words per block (after the kernel's own words,
+/// see bench/softmax_timeline.py): when the block starts, ends its first
+/// pass, has its block's (max, sum), has published it and seen the row's
+/// (split rows), passed the barrier after that, has the row's statistics
+/// and ends; and its SM.
+enum Stamp : int64_t {
+  kStart,
+  kFirstPassEnd,
+  kMerged,
+  kEnd,
+  kReduced,
+  kPolled,
+  kPolledBarrier,
+  kSm,
+  kStampWords
+};
+
 /// Index arithmetic with less noise.
 struct IndexBuilder {
   OpBuilder &b;
@@ -101,6 +118,23 @@ struct SoftmaxKernel : IndexBuilder {
   // whether whole vectors may be read (the input is 16-byte aligned) and
   // written (the output too).
   Value row, split, rowStart, rowEnd, sliceStart, vectorIn, vectorOut;
+  // With the `timeline` option: this block's first stamp word.
+  Value stampBase;
+
+  /// With the `timeline` option, thread 0 writes the low 32 bits of
+  /// %globaltimer (ns) to this block's word `stamp` (and its SM with the
+  /// first).
+  void stamp(Stamp stamp) {
+    if (!stampBase)
+      return;
+    onlyIf(isThreadZero(), [&] {
+      storeWord(add(stampBase, c(stamp)),
+                NVVM::GlobalTimerLoOp::create(b, loc, b.getI32Type()));
+      if (stamp == kStart)
+        storeWord(add(stampBase, c(kSm)),
+                  NVVM::SmIdOp::create(b, loc, b.getI32Type()));
+    });
+  }
 
   Value f32(double v) { return f32Constant(b, loc, v); }
 
@@ -309,8 +343,11 @@ struct SoftmaxKernel : IndexBuilder {
   /// later groups are still in flight. Each thread later reads only what it
   /// copied, so waiting for its own copies is enough. The warps at a split
   /// row's ends (Checked) copy their whole vectors so too, each behind a
-  /// check, and stage the others after (stageChecked): they are in the
-  /// blocks that the rest of the row waits for (odd f16 rows +0.01-0.02).
+  /// check, and stage -inf for the others with one store each: they are in
+  /// the blocks that the rest of the row waits for (staged in a loop after
+  /// the copies, element by element, those blocks reached their first
+  /// pass's end up to 2 us after the others: f16 N = 229379,
+  /// bench/RESULTS.md).
   /// At a short row's ends they copy everything in stageChecked's loop and
   /// wait for all of it (f16 N = 1000: 0.96, 0.93 as split rows do).
   void copyTile(Value tileStart, Vectors kind) {
@@ -331,14 +368,33 @@ struct SoftmaxKernel : IndexBuilder {
       Value at = position(c(0), k);
       Value p = add(tileStart, at);
       if (kind == Vectors::Checked) {
-        auto whole = scf::IfOp::create(b, loc, this->whole(p), false);
+        // The others are staged -inf (one 16-byte store), and the row's
+        // elements of those that straddle an end loaded after the copies.
+        auto whole = scf::IfOp::create(b, loc, this->whole(p),
+                                       /*withElseRegion=*/true);
+        b.setInsertionPoint(whole.elseBlock()->getTerminator());
+        stageNegInf(at);
         b.setInsertionPoint(whole.thenBlock()->getTerminator());
       }
       copyVector(at, p);
     }
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
-    if (kind == Vectors::Checked)
-      stageChecked(tileStart, /*copyWhole=*/false);
+    if (kind != Vectors::Checked)
+      return;
+    // An input that is not 16-byte aligned is staged element by element.
+    onlyIf(negate(vectorIn),
+           [&] { stageChecked(tileStart, /*copyWhole=*/false); });
+    loadStraddlingVectors(tileStart);
+  }
+
+  /// A vector of -inf into the stage at `at`.
+  void stageNegInf(Value at) {
+    Type element = cast<MemRefType>(in.getType()).getElementType();
+    auto type = VectorType::get({width}, element);
+    Value negInf = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, kNegInf)));
+    vector::StoreOp::create(b, loc, negInf, stage, ValueRange{at},
+                            /*nontemporal=*/false, llvm::Align(16));
   }
 
   /// One 16-byte cp.async of the input at `p` to the stage at `at`.
@@ -350,17 +406,14 @@ struct SoftmaxKernel : IndexBuilder {
                             /*cpSize=*/Value());
   }
 
-  /// For warps at a row's ends: stages the vectors that are not whole in
+  /// Stages the vectors of the tile at `tileStart` that are not whole in
   /// the row element by element, -inf outside it, so that every staged
-  /// vector is read whole; and with `copyWhole` copies the whole ones too.
+  /// vector is read whole; with `copyWhole` copies the whole ones too. For
+  /// the warps at a short row's ends, and split rows of a misaligned input.
   /// A loop: unrolled, its per-element code was fetched cold into the
   /// instruction cache by the block that the rest of its row waits for.
   void stageChecked(Value tileStart, bool copyWhole) {
     OpBuilder::InsertionGuard guard(b);
-    // Split rows with aligned input load the row's elements of vectors
-    // that straddle its ends after the loop (loadStraddlingVectors).
-    Value loadInLoop = splitRow ? negate(vectorIn)
-                                : arith::ConstantIntOp::create(b, loc, 1, 1);
     auto loop = scf::ForOp::create(b, loc, c(0), used, c(1));
     b.setInsertionPoint(loop.getBody()->getTerminator());
     Value at = position(c(0), loop.getInductionVar());
@@ -377,7 +430,7 @@ struct SoftmaxKernel : IndexBuilder {
     for (int64_t i = 0; i < width; ++i) {
       Value q = add(p, c(i));
       Value x = select(
-          both(loadInLoop, insideRow(q)), element,
+          insideRow(q), element,
           [&]() -> SmallVector<Value> {
             return {memref::LoadOp::create(b, loc, in, q)};
           },
@@ -387,9 +440,6 @@ struct SoftmaxKernel : IndexBuilder {
           })[0];
       memref::StoreOp::create(b, loc, x, stage, add(at, c(i)));
     }
-    b.setInsertionPointAfter(loop);
-    if (splitRow)
-      loadStraddlingVectors(tileStart);
   }
 
   /// The copy group of unrolled vector `k` (copyTile): kCopyGroups groups
@@ -416,7 +466,8 @@ struct SoftmaxKernel : IndexBuilder {
   /// and without a branch per element, so the loads overlap the copies.
   /// (In the copy loop they stalled its copies at the start of the row's
   /// first block, which the rest of the row waits for: odd f16 rows ran at
-  /// 0.86 of the copy, 0.90 with those loads left out.)
+  /// 0.86 of the copy, 0.90 with those loads left out. Loaded before the
+  /// copies and staged after them, odd f16 rows lost 0.01-0.04.)
   void loadStraddlingVectors(Value tileStart) {
     Type element = cast<MemRefType>(in.getType()).getElementType();
     Value negInf =
@@ -552,6 +603,7 @@ struct SoftmaxKernel : IndexBuilder {
   /// The row's (max, sum) from every split's: publish this block's, wait
   /// until the row's blocks have all published, merge theirs.
   std::array<Value, 3> mergeSplits(Value m, Value l) {
+    stamp(kReduced);
     Value arrived = arrivedWord();
     Value expected = arith::IndexCastOp::create(b, loc, b.getI32Type(), splits);
     onlyIf(isThreadZero(), [&] {
@@ -593,9 +645,11 @@ struct SoftmaxKernel : IndexBuilder {
         scf::YieldOp::create(b, loc, add(polls, c(1)));
       }
     });
+    stamp(kPolled);
     // The acquiring load of thread 0, then the barrier, order every
     // thread's reads of the partials after their writes.
     gpu::BarrierOp::create(b, loc);
+    stamp(kPolledBarrier);
     // Each warp merges the row's partials itself (lane j those of splits j,
     // j + 32, ..., then shuffles), so no block-wide reduction follows: with
     // two gpu.all_reduce here split rows ran 0.01-0.03 of the copy slower.
@@ -660,10 +714,13 @@ struct SoftmaxKernel : IndexBuilder {
   /// (max, sum) over all splits when the row is split, else the block's;
   /// and what `leave` needs after the block's writes.
   std::array<Value, 3> rowStatistics(Value m, Value l) {
+    stamp(kFirstPassEnd);
     auto [blockMax, blockSum] = blockReduce(m, l);
+    std::array<Value, 3> statistics = {blockMax, blockSum, Value()};
     if (splitRow)
-      return mergeSplits(blockMax, blockSum);
-    return {blockMax, blockSum, Value()};
+      statistics = mergeSplits(blockMax, blockSum);
+    stamp(kMerged);
+    return statistics;
   }
 
   Value inverse(Value sum) {
@@ -885,6 +942,13 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
           << static_cast<int64_t>(threads);
       return signalPassFailure();
     }
+    if (sharedMemoryPerSm < 16 * 1024) {
+      getOperation()->emitError()
+          << "attn-softmax-to-gpu: shared-memory-per-sm must be at least 16 "
+             "KiB, got "
+          << static_cast<int64_t>(sharedMemoryPerSm);
+      return signalPassFailure();
+    }
     if (splitVectors < 1 || splitVectors * 16 * splitThreads > 163 * 1024) {
       getOperation()->emitError()
           << "attn-softmax-to-gpu: split-vectors must be at least 1 and a "
@@ -900,6 +964,55 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     for (SoftmaxOp op : ops)
       if (failed(lower(rewriter, op)))
         return signalPassFailure();
+  }
+
+  /// Blocks of a split row an SM holds with `vectors` per thread, by shared
+  /// memory: a block's tile, plus what the system reserves per block (1 KiB)
+  /// and the kernel's static shared memory (the block reductions', under 1
+  /// KiB).
+  Value blocksPerSm(IndexBuilder &h, Value vectors) {
+    return h.div(h.c(sharedMemoryPerSm),
+                 h.add(h.mul(vectors, h.c(splitThreads * 16)), h.c(2048)));
+  }
+
+  /// How many tiles a split row of `span` elements is evened out over: as
+  /// few as `split-vectors` per thread allow, or more and smaller ones when
+  /// an SM then holds one more block and so over 10% more of the rows at
+  /// once (f16 N = 229379: 9 tiles of 13 vectors, 4 blocks per SM, 0.90 of
+  /// the copy, against 0.87 with 8 of 15, 3 per SM; at N = 2^20, 40 tiles
+  /// of 13 would hold 6% more and lost 0.01-0.03 to 32 tiles of 16: more
+  /// blocks per row wait longer for each other; bench/RESULTS.md). Never
+  /// past one tile per SM, where rows would be swept twice.
+  Value splitTileCount(IndexBuilder &h, Value span, int64_t width, Value one) {
+    auto byteCount = [&](int64_t v) { return v * splitThreads * 16; };
+    auto fitting = [&](int64_t v) {
+      return sharedMemoryPerSm / (byteCount(v) + 2048);
+    };
+    auto tilesOf = [&](int64_t v) {
+      return h.max(h.ceilDiv(span, h.c(splitThreads * v * width)), one);
+    };
+    Value few = tilesOf(splitVectors);
+    // The most vectors per thread with which one more block fits.
+    int64_t denser = splitVectors - 1;
+    while (denser > 0 && fitting(denser) <= fitting(splitVectors))
+      --denser;
+    if (denser == 0)
+      return few;
+    Value more = tilesOf(denser);
+    auto vectorsOf = [&](Value tiles) {
+      return h.max(h.ceilDiv(span, h.mul(tiles, h.c(splitThreads * width))),
+                   one);
+    };
+    // more is better if blocksPerSm(more) / more > 1.1 blocksPerSm(few) /
+    // few, and at most one tile per SM: a > b as a 0/1 count is
+    // min(a / (b + 1), 1).
+    Value gain = h.mul(h.mul(blocksPerSm(h, vectorsOf(more)), few), h.c(10));
+    Value keep = h.mul(h.mul(blocksPerSm(h, vectorsOf(few)), more), h.c(11));
+    Value better = h.min(h.div(gain, h.add(keep, one)), one);
+    Value sms = MultiprocessorCountOp::create(h.b, h.loc, h.b.getIndexType());
+    Value room = h.min(h.div(h.add(sms, one), h.add(more, one)), one);
+    Value denserTiles = h.mul(better, room);
+    return h.add(h.mul(few, h.sub(one, denserTiles)), h.mul(more, denserTiles));
   }
 
   LogicalResult lower(RewriterBase &rewriter, SoftmaxOp op) {
@@ -951,16 +1064,15 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     // Short rows use fewer vectors per thread than the 32 threads hold; a
     // split row's tiles are evened out, so that its blocks all copy about
     // as much and none waits long for a full one.
-    Value splitTile = h.c(splitThreads * splitVectors * width);
     // Empty rows (N = 0) keep every count at least 1, so that no launch
     // expression divides by zero (both choices are evaluated): a block per
     // row that reads and writes nothing; no rows launch no blocks.
     Value one = h.c(1);
-    Value evenTiles = h.max(h.ceilDiv(span, splitTile), one);
+    Value splitTiles = splitTileCount(h, span, width, one);
     Value used = h.max(
         choose(split,
                h.min(h.c(vectors), h.ceilDiv(span, h.mul(fit, h.c(width)))),
-               h.ceilDiv(span, h.mul(evenTiles, h.c(splitThreads * width)))),
+               h.ceilDiv(span, h.mul(splitTiles, h.c(splitThreads * width)))),
         one);
     Value tileElements = h.mul(h.mul(blockSize, used), h.c(width));
     Value tiles = h.ceilDiv(span, tileElements);
@@ -973,6 +1085,8 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     Value sliceTiles = h.ceilDiv(tiles, splits);
     Value blocks = h.mul(rows, splits);
     Value words = h.mul(h.c(2), h.add(rows, blocks));
+    if (timeline)
+      words = h.add(words, h.mul(blocks, h.c(kStampWords)));
     Value workspace = WorkspaceOp::create(
         rewriter, loc,
         MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()), words);
@@ -1015,6 +1129,11 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
       kernel.sliceTiles = sliceTiles;
       kernel.width = width;
       kernel.used = used;
+      if (timeline)
+        kernel.stampBase =
+            h.add(h.mul(h.c(2), h.add(rows, blocks)),
+                  h.mul(launch.getBlockIds().x, h.c(kStampWords)));
+      kernel.stamp(kStart);
       // Three kernels in one, by the shape: a row in one block, a row split
       // across blocks each holding a tile, or each sweeping a slice.
       auto build = [&](scf::IfOp choice, bool then, bool splitRow,
@@ -1041,6 +1160,7 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
         build(bySlice, false, true, splitVectors,
               &SoftmaxKernel::buildTwoSweeps);
       }
+      kernel.stamp(kEnd);
       gpu::TerminatorOp::create(rewriter, loc);
     }
     Value result = bufferization::ToTensorOp::create(

@@ -3,13 +3,17 @@
 // RUN: not attn-opt %s --attn-softmax-to-gpu="threads=48" --split-input-file 2>&1 | FileCheck %s --check-prefix=THREADS
 // RUN: not attn-opt %s --attn-softmax-to-gpu="elements-per-thread=1024" --split-input-file 2>&1 | FileCheck %s --check-prefix=TILE
 // RUN: not attn-opt %s --attn-softmax-to-gpu="split-vectors=64" --split-input-file 2>&1 | FileCheck %s --check-prefix=SPLIT-TILE
+// RUN: not attn-opt %s --attn-softmax-to-gpu="shared-memory-per-sm=1000" --split-input-file 2>&1 | FileCheck %s --check-prefix=SMEM-OPTION
+// RUN: attn-opt %s --attn-softmax-to-gpu="shared-memory-per-sm=167936" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=SM80
+// RUN: attn-opt %s --attn-softmax-to-gpu=timeline --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=TIMELINE
 
 // One gpu.launch on the op's buffers. Host side: a row spans N + 7 f16
 // elements of 16-byte vectors when N is not a multiple of 8; a block has
 // enough threads for a row (64 elements each), in whole warps, up to 512,
 // else split-threads (256) for a row split across blocks, with tiles of
 // split-vectors (16) vectors per thread (32768 f16) evened out over the
-// row's tiles; a row is split across up to one block per SM
+// row's tiles, or smaller tiles where an SM holds more of the rows so; a
+// row is split across up to one block per SM
 // (attn.multiprocessor_count); the blocks exchange their (max, sum) in an
 // attn.workspace of 2 rows + 2 rows x splits words; the tile is dynamic
 // shared memory.
@@ -28,7 +32,27 @@
 // CHECK: %[[T:.*]] = arith.addi
 // Counts stay at least 1 (an empty row divides by none of them).
 // CHECK: %[[TILES:.*]] = arith.ceildivui %[[SPAN]], %c32768
-// CHECK: %[[EVEN:.*]] = arith.maxui %[[TILES]], %[[ONE:.*]] : index
+// CHECK: %[[FEW:.*]] = arith.maxui %[[TILES]], %[[ONE:.*]] : index
+// Or tiles of 13 vectors (26624 f16), the most with which an SM of 228 KiB
+// holds one more block (each block's tile plus 2 KiB), where that holds
+// over 10% more of the rows per SM, and within one tile per SM.
+// CHECK: %[[SMALLER:.*]] = arith.ceildivui %[[SPAN]], %c26624
+// CHECK: %[[MORE:.*]] = arith.maxui %[[SMALLER]], %[[ONE]] : index
+// CHECK: arith.muli %{{.*}}, %c4096
+// CHECK: arith.addi %{{.*}}, %c2048
+// CHECK: arith.divui %c233472, %{{.*}}
+// CHECK: arith.muli %{{.*}}, %[[FEW]]
+// CHECK: arith.muli %{{.*}}, %c10
+// CHECK: arith.divui %c233472
+// CHECK: arith.muli %{{.*}}, %[[MORE]]
+// CHECK: arith.muli %{{.*}}, %c11
+// CHECK: %[[BETTER:.*]] = arith.minui
+// CHECK: attn.multiprocessor_count
+// CHECK: %[[ROOM:.*]] = arith.minui
+// CHECK: %[[DENSER:.*]] = arith.muli %[[BETTER]], %[[ROOM]]
+// CHECK: arith.muli %[[MORE]], %[[DENSER]]
+// CHECK: arith.muli %[[FEW]]
+// CHECK: %[[EVEN:.*]] = arith.addi
 // CHECK: arith.muli %[[EVEN]], %c2048
 // CHECK: %[[USED:.*]] = arith.maxui %{{.*}}, %[[ONE]] : index
 // CHECK: %[[SMS:.*]] = attn.multiprocessor_count : index
@@ -95,21 +119,29 @@
 // CHECK:       nvvm.vote.sync all
 // CHECK:       nvvm.cp.async.shared.global
 // The warps at the row's ends copy their whole vectors too, each behind a
-// check, in the same four groups; then stage the others in a loop, and load
-// the row's elements of the vectors that straddle its ends, by the thread
-// that holds each (32-bit owner arithmetic), with no branch per element;
-// and do not wait: the first pass waits group by group. (The branches are
-// the warps with every vector in the row, those with the tile's used
-// vectors in it, then these.)
+// check, in the same four groups, and stage -inf for the others with one
+// 16-byte store each (no loop); an input that is not 16-byte aligned is
+// staged in a loop after that; then they load the row's elements of the
+// vectors that straddle its ends, by the thread that holds each (32-bit
+// owner arithmetic), with no branch per element; and do not wait: the
+// first pass waits group by group. (The branches are the warps with every
+// vector in the row, those with the tile's used vectors in it, then
+// these.)
 // CHECK:       } else {
 // CHECK:       } else {
 // CHECK:         scf.if
 // CHECK-NEXT:      arith.constant 2
 // CHECK-NOT:     scf.for
 // CHECK:           nvvm.cp.async.shared.global
+// CHECK:         } else {
+// CHECK-NEXT:      arith.constant dense<0xFC00> : vector<8xf16>
+// CHECK-NEXT:      vector.store %{{.*}}, %[[STAGE]]
+// CHECK-NOT:     scf.for
 // CHECK-COUNT-4: nvvm.cp.async.commit.group
 // CHECK-NOT:     nvvm.cp.async.wait.group
-// CHECK:         scf.for
+// CHECK:         arith.xori
+// CHECK-NEXT:    scf.if
+// CHECK:           scf.for
 // CHECK:         arith.divui %{{.*}}, %c8_i32{{.*}} : i32
 // CHECK:         arith.remui %{{.*}}, %{{.*}} : i32
 // CHECK:         memref.load %[[FLAT_IN]]
@@ -162,8 +194,25 @@
 // OPTIONS: arith.muli %c128, %{{.*}}
 // OPTIONS: arith.ceildivui %{{.*}}, %c8192
 
+// SM80-LABEL: func.func @softmax
+// SM80: arith.divui %c167936
+
+// The timeline option stamps %globaltimer and the SM into 8 more words per
+// block after the workspace's own.
+// TIMELINE-LABEL: func.func @softmax
+// TIMELINE: %[[ROWS:.*]] = memref.dim %{{.*}}, %c0
+// TIMELINE: %[[BLOCKS:.*]] = arith.muli %[[ROWS]], %{{.*}} : index
+// TIMELINE: %[[OWN:.*]] = arith.muli %c2
+// TIMELINE: %[[STAMPS:.*]] = arith.muli %[[BLOCKS]], %c8
+// TIMELINE: %[[WORDS:.*]] = arith.addi %[[OWN]], %[[STAMPS]]
+// TIMELINE: attn.workspace %[[WORDS]]
+// TIMELINE: gpu.launch
+// TIMELINE: nvvm.read.ptx.sreg.globaltimer.lo
+// TIMELINE: nvvm.read.ptx.sreg.smid
+
 // THREADS: attn-softmax-to-gpu: threads and split-threads must be multiples of 32 in [32, 1024], got 48
 // TILE: attn-softmax-to-gpu: elements-per-thread must be at least 1 and a block's f32 tile (threads x elements-per-thread x 4 bytes) at most 163 KiB, got 1024 x 512
+// SMEM-OPTION: attn-softmax-to-gpu: shared-memory-per-sm must be at least 16 KiB, got 1000
 // SPLIT-TILE: attn-softmax-to-gpu: split-vectors must be at least 1 and a split row's tile (split-threads x split-vectors x 16 bytes) at most 163 KiB, got 64 x 256
 func.func @softmax(%x: tensor<?x?xf16>, %y: tensor<?x?xf16>) -> tensor<?x?xf16> {
   %r = attn.softmax ins(%x : tensor<?x?xf16>) outs(%y : tensor<?x?xf16>) -> tensor<?x?xf16>

@@ -169,7 +169,9 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
       written;
     - a longer row is split across up to `attn.multiprocessor_count` blocks
       of `split-threads` with `split-vectors` vectors per thread (tiles
-      evened out over the row), each holding a tile of it: each publishes
+      evened out over the row; or more, smaller tiles where an SM of
+      `shared-memory-per-sm` then holds one more block and over 10% more of
+      the rows), each holding a tile of it: each publishes
       its (max, sum) in an `attn.workspace` (a PTX release reduction),
       waits for its row's other blocks (acquiring loads), merges their
       partials and writes its tile, so the row is still read once and a
@@ -192,8 +194,12 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
     by element; a buffer that is not 16-byte aligned is read and written by
     elements. A warp whose vectors all lie in the row (a `nvvm.vote.sync`)
     skips every per-vector check; the warps at a row's ends check each
-    vector, stage the ones that are not whole in a loop and write in a loop
-    (small code for the block that the rest of its row waits for). exp(x -
+    vector: in a split row they copy the whole ones and stage -inf for the
+    others with one store each (a loop of element stores there made the
+    blocks holding a row's ends, which the rest of the row waits for, 2 us
+    late), at a short row's ends they stage in a loop, and both write in a
+    loop (small code). `timeline` stamps when each block passes each phase
+    (bench/softmax_timeline.py reads them). exp(x -
     max) is exp2((x - max) * log2(e)); -inf entries give 0 and rows that
     are all -inf give 0. Empty rows (N = 0) launch blocks that touch
     nothing, no rows an empty grid.
@@ -213,7 +219,18 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
     Option<"splitVectors", "split-vectors", "int64_t", /*default=*/"16",
            "16-byte vectors each thread copies for a row split across "
            "blocks (16: 64 KiB tiles with 256 threads, for every element "
-           "type: fewer, fuller blocks wait less for each other per byte)">
+           "type: fewer, fuller blocks wait less for each other per byte)">,
+    Option<"sharedMemoryPerSm", "shared-memory-per-sm", "int64_t",
+           /*default=*/"233472",
+           "bytes of shared memory an SM gives its blocks (228 KiB on sm_90, "
+           "164 KiB on sm_80): a split row takes smaller tiles where an SM "
+           "then holds one more of its blocks and over 10% more of the rows">,
+    Option<"timeline", "timeline", "bool", /*default=*/"false",
+           "profiling aid: each block's thread 0 writes %globaltimer at its "
+           "start, first pass's end, exchange and end, and its SM, into 8 "
+           "words per block after the workspace's own "
+           "(bench/softmax_timeline.py reads them; the workspace is then "
+           "left non-zero)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -1,0 +1,81 @@
+"""Hunts a sporadic split-row failure: runs f16 [1, 2^24] (and other
+split-row shapes) many times per kernel and, on a wrong result, says
+where the output is wrong and what the workspace held before the launch.
+
+usage: python3 bench/softmax_repro.py gpu-bundles REPEATS VARIANT ...
+"""
+
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gpu_check import Driver, evaluate, kernel_params, reserve_workspace  # noqa: E402
+import gpu_check  # noqa: E402
+
+DTYPES = {"f32": torch.float32, "f16": torch.float16}
+directory, repeats = sys.argv[1], int(sys.argv[2])
+variants = sys.argv[3:]
+drv = Driver()
+
+
+def kernel(name, v):
+    prefix = f"softmax-{v}-{name}" if v else f"softmax-{name}"
+    with open(os.path.join(directory, f"{prefix}-bundle.json")) as f:
+        bundle = json.load(f)
+    with open(os.path.join(directory, bundle["binaries"][0]["file"]), "rb") as f:
+        module = drv.load(f.read() + b"\0")
+    launch = bundle["functions"][0]["launches"][0]
+    return drv.function(module, launch["kernel"]), launch
+
+
+def launcher(k, x, y):
+    fn, launch = k
+    args = [x, y]
+    grid = [evaluate(e, args) for e in launch["grid"]]
+    block = [evaluate(e, args) for e in launch["block"]]
+    shared = evaluate(launch.get("shared_memory_bytes", "0"), args)
+    reserve_workspace(evaluate(launch.get("workspace_bytes", "0"), args))
+    params = kernel_params(launch["operands"], args)
+    return lambda: drv.launch(fn, grid, block, params, shared), grid[0]
+
+
+big = torch.empty(1 << 26, dtype=torch.float32, device="cuda")
+for v in variants:
+    kernels = {name: kernel(name, "" if v == "default" else v) for name in DTYPES}
+    fails = total = 0
+    for name, rows, n in (("f16", 1, 1 << 24), ("f16", 2, 1 << 20),
+                          ("f32", 3, 100003), ("f16", 1, 1 << 22)):
+        dtype = DTYPES[name]
+        for offx, offy in ((0, 0), (1, 1), (0, 1), (3, 0), (8, 72)):
+            # Views into one big buffer: x first, y after it.
+            flat = big.view(dtype)
+            x = flat[offx:offx + rows * n].view(rows, n)
+            ystart = ((offx + rows * n + 4095) // 4096) * 4096 + offy
+            y = flat[ystart:ystart + rows * n].view(rows, n)
+            x.copy_(torch.randn(rows, n, device="cuda").to(dtype))
+            ref = torch.softmax(x.double(), dim=-1).to(dtype).double()
+            go, blocks = launcher(kernels[name], x, y)
+            allowed = 1e-6 if name == "f32" else 1e-3
+            for r in range(repeats):
+                ws = gpu_check._workspace[0]
+                before = ws.view(torch.int32)[:2 * (rows + blocks)].count_nonzero().item()
+                y.fill_(float("nan"))
+                go()
+                torch.cuda.synchronize()
+                err = ((y.double() - ref).norm() / ref.norm()).item()
+                total += 1
+                if not err <= allowed:
+                    fails += 1
+                    ratio = (y.double() / ref).flatten()
+                    bad = ((ratio - 1).abs() > 1e-2).nonzero().flatten()
+                    print(f"FAIL {v} {name} [{rows}, {n}] offsets {offx},{offy} "
+                          f"repeat {r}: error {err:.3e}; workspace words "
+                          f"non-zero before {before}; ratio median "
+                          f"{ratio.nanmedian().item():.5f}; {bad.numel()} "
+                          f"elements off >1%"
+                          + (f" from {bad[0].item()} to {bad[-1].item()}"
+                             if bad.numel() else ""), flush=True)
+    print(f"{v}: {total - fails} of {total} pass", flush=True)
