@@ -132,14 +132,28 @@ def check(variant):
         y = view(rows, n, dtype, offsets[1])
         for _ in range(REPEATS):
             y.fill_(float("nan"))
+            words = reserve_workspace(0).view(torch.int32)
+            dirty = words.count_nonzero().item()
             run(variant, name, x, y)()
             err = ((y.double() - ref).norm() / ref.norm()).item()
             cases += 1
             worst[name] = max(worst[name], err)
             if not err <= allowed:
                 failures += 1
+                # Where it is off: a scale over the whole row (the sum) or
+                # a region; and whether the workspace was clean before.
+                ratio = (y.double() / ref).flatten()
+                off = ((ratio - 1).abs() > allowed).nonzero().flatten()
                 print(f"FAIL softmax{variant and ' ' + variant} {name} "
-                      f"rows={rows} N={n} repeated: error {err:.3e}")
+                      f"rows={rows} N={n} offsets {offsets} repeated: error "
+                      f"{err:.3e}; y/ref median {ratio.nanmedian().item():.6f}"
+                      f", {off.numel()} elements off"
+                      + (f" in [{off[0].item()}, {off[-1].item()}]"
+                         if off.numel() else "")
+                      + f"; workspace words non-zero before: {dirty}, "
+                      f"after: {words.count_nonzero().item()}; x at "
+                      f"{x.data_ptr() % 4096}, y at {y.data_ptr() % 4096} "
+                      f"(mod 4096)")
     zeroed = workspace_is_zero()
     if not zeroed:
         failures += 1

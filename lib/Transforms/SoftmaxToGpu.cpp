@@ -105,6 +105,7 @@ struct IndexBuilder {
 struct SoftmaxKernel : IndexBuilder {
   Value in, out;   // the [rows * N] buffers, flattened
   Value workspace; // memref<?xi32>
+  Value scratch;   // memref<64xf32, workgroup>: blockReduce's warp pairs
   Value stage;     // memref<?xT, workgroup>: the block's tile
   Value rows, n, tid, threads, splits, sliceTiles;
   // Elements per vector, vectors per thread (unrolled), and how many of
@@ -548,19 +549,33 @@ struct SoftmaxKernel : IndexBuilder {
     return position(tileStart, c(k));
   }
 
-  /// The row's max and sum over the block, from each thread's.
+  /// The row's max and sum over the block, from each thread's: each warp
+  /// merges its lanes' (a butterfly of shuffles), lane 0 puts the warp's
+  /// pair in `scratch`, and after one barrier every thread merges the
+  /// warps' pairs in the same order (so all get the same bits). Two
+  /// gpu.all_reduce (max, then the rescaled sum) took four barriers, and
+  /// their 768 bytes of shared memory moved the tile off its 128-byte line
+  /// when anything was added to them.
   std::pair<Value, Value> blockReduce(Value m, Value l) {
-    MLIRContext *ctx = b.getContext();
-    Value rowMax =
-        gpu::AllReduceOp::create(b, loc, m,
-                                 gpu::AllReduceOperationAttr::get(
-                                     ctx, gpu::AllReduceOperation::MAXIMUMF),
-                                 b.getUnitAttr());
-    Value rowSum = gpu::AllReduceOp::create(
-        b, loc, arith::MulFOp::create(b, loc, l, expMinus(m, rowMax)),
-        gpu::AllReduceOperationAttr::get(ctx, gpu::AllReduceOperation::ADD),
-        b.getUnitAttr());
-    return {rowMax, rowSum};
+    auto [warpMax, warpSum] = warpMerge(m, l);
+    Value warp = div(tid, c(32));
+    onlyIf(cmp(arith::CmpIPredicate::eq, rem(tid, c(32)), c(0)), [&] {
+      memref::StoreOp::create(b, loc, warpMax, scratch, mul(warp, c(2)));
+      memref::StoreOp::create(b, loc, warpSum, scratch,
+                              add(mul(warp, c(2)), c(1)));
+    });
+    gpu::BarrierOp::create(b, loc);
+    auto warps = scf::ForOp::create(b, loc, c(0), div(threads, c(32)), c(1),
+                                    ValueRange{f32(kNegInf), f32(0)});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(warps.getBody());
+    Value at = mul(warps.getInductionVar(), c(2));
+    auto [rowMax, rowSum] =
+        merge(warps.getRegionIterArgs()[0], warps.getRegionIterArgs()[1],
+              memref::LoadOp::create(b, loc, scratch, at),
+              memref::LoadOp::create(b, loc, scratch, add(at, c(1))));
+    scf::YieldOp::create(b, loc, ValueRange{rowMax, rowSum});
+    return {warps.getResult(0), warps.getResult(1)};
   }
 
   /// A pointer to workspace word `word`, for atomics.
@@ -1121,6 +1136,11 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
                           MemRefLayoutAttrInterface{}, workgroup),
           shared, h.c(0),
           ValueRange{h.mul(h.mul(launch.getBlockSizeX(), used), h.c(width))});
+      // 256 bytes: the dynamic tile after it stays on a 128-byte line.
+      kernel.scratch = launch.addWorkgroupAttribution(
+          MemRefType::get({64}, rewriter.getF32Type(),
+                          MemRefLayoutAttrInterface{}, workgroup),
+          loc);
       kernel.rows = rows;
       kernel.n = n;
       kernel.tid = launch.getThreadIds().x;

@@ -62,7 +62,9 @@
 // CHECK: %[[BLOCKS:.*]] = arith.muli %[[ROWS]], %[[SPLITS]] : index
 // CHECK: %[[WS:.*]] = attn.workspace %{{.*}} : memref<?xi32>
 // CHECK: %[[BYTES:.*]] = arith.index_cast %{{.*}} : index to i32
-// CHECK: gpu.launch blocks(%[[BID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[BLOCKS]], {{.*}} threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[T]], {{.*}} dynamic_shared_memory_size %[[BYTES]] {
+// The block reduction's warp pairs take 256 bytes of static shared memory
+// (the dynamic tile after them stays on a 128-byte line).
+// CHECK: gpu.launch blocks(%[[BID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[BLOCKS]], {{.*}} threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[T]], {{.*}} dynamic_shared_memory_size %[[BYTES]] workgroup(%[[SCRATCH:.*]] : memref<64xf32, #gpu.address_space<workgroup>>) {
 // CHECK:   %[[FLAT_IN:.*]] = memref.collapse_shape %[[IN]] {{\[}}[0, 1]] : memref<?x?xf16> into memref<?xf16>
 // CHECK:   %[[FLAT_OUT:.*]] = memref.collapse_shape %[[OUT]]
 // CHECK:   %[[SHARED:.*]] = gpu.dynamic_shared_memory
@@ -104,8 +106,16 @@
 // CHECK:     nvvm.cp.async.wait.group 2
 // CHECK:     nvvm.cp.async.wait.group 1
 // CHECK:     nvvm.cp.async.wait.group 0
-// CHECK:     gpu.all_reduce maximumf
-// CHECK:     gpu.all_reduce add
+// One block reduction of (max, sum): a warp's butterfly, lane 0's pair in
+// the scratch, one barrier, every thread merging the warps' pairs.
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK:     memref.store %{{.*}}, %[[SCRATCH]]
+// CHECK:     memref.store %{{.*}}, %[[SCRATCH]]
+// CHECK:     gpu.barrier
+// CHECK:     scf.for
+// CHECK:       memref.load %[[SCRATCH]]
+// CHECK:       memref.load %[[SCRATCH]]
+// CHECK-NOT: gpu.all_reduce
 // The probabilities are written from shared memory, 16 bytes at a time;
 // a row in one block needs no workspace.
 // CHECK:     vector.load %[[STAGE]]
@@ -150,8 +160,9 @@
 // CHECK:       }
 // CHECK:       nvvm.cp.async.wait.group 3
 // CHECK:       nvvm.cp.async.wait.group 0
-// CHECK:       gpu.all_reduce maximumf
-// CHECK:       gpu.all_reduce add
+// CHECK:       memref.store %{{.*}}, %[[SCRATCH]]
+// CHECK:       gpu.barrier
+// CHECK:       memref.load %[[SCRATCH]]
 // Each publishes its partial, releases it, waits for the row's other
 // blocks (trapping after far longer than any real wait); each warp merges
 // theirs (lane j the partials of splits j, j + 32, ..., then a butterfly of

@@ -165,8 +165,9 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
     The strategy follows from the shape:
 
     - a row that fits one tile is one block: read once, reduced (one online
-      max/sum pass, then `gpu.all_reduce`: max, then the rescaled sum) and
-      written;
+      max/sum pass, then a block reduction of the (max, sum) pairs: warp
+      shuffles, the warps' pairs in 256 bytes of workgroup memory, one
+      barrier) and written;
     - a longer row is split across up to `attn.multiprocessor_count` blocks
       of `split-threads` with `split-vectors` vectors per thread (tiles
       evened out over the row; or more, smaller tiles where an SM of
@@ -378,7 +379,7 @@ def ExternDynamicSharedMemory : Pass<"attn-extern-dynamic-shared-memory"> {
     `llvm.mlir.global` of type `!llvm.array<0 x i8>` in address space 3.
     The NVPTX backend demotes such a global into its one kernel as a 1-byte
     *static* `.shared` variable, laid out with the kernel's other static
-    shared memory (for instance `gpu.all_reduce`'s buffers), so the
+    shared memory (for instance the softmax kernel's workgroup memory), so the
     dynamic region overlaps them. Dynamic shared memory must then be
     `.extern .shared .b8 name[]`, which starts after all static shared
     memory, as CUDA C's `extern __shared__` is: this pass gives those
