@@ -983,8 +983,8 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
 
   /// Blocks of a split row an SM holds with `vectors` per thread, by shared
   /// memory: a block's tile, plus what the system reserves per block (1 KiB)
-  /// and the kernel's static shared memory (the block reductions', under 1
-  /// KiB).
+  /// and the kernel's static shared memory (blockReduce's 256 bytes), with
+  /// room to spare.
   Value blocksPerSm(IndexBuilder &h, Value vectors) {
     return h.div(h.c(sharedMemoryPerSm),
                  h.add(h.mul(vectors, h.c(splitThreads * 16)), h.c(2048)));
