@@ -108,6 +108,10 @@ def check(variant):
             err = (((y.double() - ref).norm() / ref.norm()).item()
                    if y.numel() else 0.0)
             ok = err <= allowed and torch.isfinite(y).all().item()
+            if ok and err > allowed / (2 if name == "f32" else 10):  # passes, far above the usual
+                print(f"NOTE softmax{variant and ' ' + variant} {name} "
+                      f"rows={rows} N={n} scale={scale} offsets "
+                      f"{cases % 3},{(cases // 2) % 2}: error {err:.3e}")
             cases += 1
             failures += not ok
             worst[name] = max(worst[name], err)
@@ -138,6 +142,10 @@ def check(variant):
             err = ((y.double() - ref).norm() / ref.norm()).item()
             cases += 1
             worst[name] = max(worst[name], err)
+            if allowed / (2 if name == "f32" else 10) < err <= allowed:
+                print(f"NOTE softmax{variant and ' ' + variant} {name} "
+                      f"rows={rows} N={n} offsets {offsets} repeated: error "
+                      f"{err:.3e}")
             if not err <= allowed:
                 failures += 1
                 # Where it is off: a scale over the whole row (the sum) or

@@ -43,6 +43,42 @@ def launcher(k, x, y):
 
 
 big = torch.empty(1 << 26, dtype=torch.float32, device="cuda")
+# SOFTMAX_REPRO_RANDOM=K: K more runs per shape at random element offsets of
+# x and y in the buffer (16-byte aligned x, y SOFTMAX_REPRO_YOFF elements
+# off), noting any error above a tenth of the tolerance, for the shapes of
+# SOFTMAX_REPRO_SHAPES (dtype:rows:N,...).
+RANDOM = int(os.environ.get("SOFTMAX_REPRO_RANDOM", "0"))
+# SOFTMAX_REPRO_YOFF: y's offset from a 16-byte boundary, in elements (1).
+YOFF = int(os.environ.get("SOFTMAX_REPRO_YOFF", "1"))
+BF16 = torch.bfloat16
+for v in variants[:1] if RANDOM else []:
+    kernels = {name: kernel(name, "" if v == "default" else v)
+               for name in ("f16", "bf16")}
+    gen = torch.Generator().manual_seed(1)
+    shapes = os.environ.get("SOFTMAX_REPRO_SHAPES", "bf16:3:100003,f16:3:100003,f16:1:4194304")
+    for name, rows, n in ((a, int(b), int(c)) for a, b, c in
+                          (t.split(":") for t in shapes.split(","))):
+        dtype = BF16 if name == "bf16" else DTYPES[name]
+        flat = big.view(dtype)
+        noted = 0
+        for trial in range(RANDOM):
+            offx = int(torch.randint(0, 1 << 16, (1,), generator=gen)) * 8
+            offy = offx + rows * n + 8 * int(
+                torch.randint(1, 1 << 12, (1,), generator=gen)) + YOFF
+            x = flat[offx:offx + rows * n].view(rows, n)
+            y = flat[offy:offy + rows * n].view(rows, n)
+            x.copy_(torch.randn(rows, n, device="cuda").to(dtype))
+            ref = torch.softmax(x.double(), dim=-1).to(dtype).double()
+            go, _ = launcher(kernels[name], x, y)
+            y.fill_(float("nan"))
+            go()
+            err = ((y.double() - ref).norm() / ref.norm()).item()
+            if not err <= 1e-4:
+                noted += 1
+                print(f"NOTE {v} {name} [{rows}, {n}] x at element {offx}, "
+                      f"y at {offy}: error {err:.3e}", flush=True)
+        print(f"{v} {name} [{rows}, {n}]: {noted} of {RANDOM} random "
+              f"placements above 1e-4", flush=True)
 for v in variants:
     kernels = {name: kernel(name, "" if v == "default" else v) for name in DTYPES}
     fails = total = 0
