@@ -232,6 +232,31 @@ def kernel_params(operands, args):
     return params
 
 
+def load_softmax(drv, directory, variant, name):
+    """(function, launch) of bundle softmax[-VARIANT]-NAME in `directory`
+    (scripts/make-gpu-bundles.sh): its one kernel's first launch."""
+    prefix = f"softmax-{variant}-{name}" if variant else f"softmax-{name}"
+    with open(os.path.join(directory, f"{prefix}-bundle.json")) as f:
+        bundle = json.load(f)
+    with open(os.path.join(directory, bundle["binaries"][0]["file"]), "rb") as f:
+        module = drv.load(f.read() + b"\0")
+    launch = bundle["functions"][0]["launches"][0]
+    return drv.function(module, launch["kernel"]), launch
+
+
+def softmax_launch(drv, kernel, x, y):
+    """A call that launches `kernel` (load_softmax's) on x -> y, with the
+    workspace it needs reserved; and its grid's block count."""
+    fn, launch = kernel
+    args = [x, y]
+    grid = [evaluate(e, args) for e in launch["grid"]]
+    block = [evaluate(e, args) for e in launch["block"]]
+    shared = evaluate(launch.get("shared_memory_bytes", "0"), args)
+    reserve_workspace(evaluate(launch.get("workspace_bytes", "0"), args))
+    params = kernel_params(launch["operands"], args)
+    return (lambda: drv.launch(fn, grid, block, params, shared)), grid[0]
+
+
 # --- reference -----------------------------------------------------------
 
 def reference(q, k, v, causal, window, scale):

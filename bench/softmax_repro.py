@@ -5,41 +5,20 @@ where the output is wrong and what the workspace held before the launch.
 usage: python3 bench/softmax_repro.py gpu-bundles REPEATS VARIANT ...
 """
 
-import json
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gpu_check import Driver, evaluate, kernel_params, reserve_workspace  # noqa: E402
+from gpu_check import Driver, load_softmax, softmax_launch  # noqa: E402
 import gpu_check  # noqa: E402
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16}
 directory, repeats = sys.argv[1], int(sys.argv[2])
 variants = sys.argv[3:]
+BUNDLE = {v: "" if v == "default" else v for v in variants}  # "default": softmax-DTYPE
 drv = Driver()
-
-
-def kernel(name, v):
-    prefix = f"softmax-{v}-{name}" if v else f"softmax-{name}"
-    with open(os.path.join(directory, f"{prefix}-bundle.json")) as f:
-        bundle = json.load(f)
-    with open(os.path.join(directory, bundle["binaries"][0]["file"]), "rb") as f:
-        module = drv.load(f.read() + b"\0")
-    launch = bundle["functions"][0]["launches"][0]
-    return drv.function(module, launch["kernel"]), launch
-
-
-def launcher(k, x, y):
-    fn, launch = k
-    args = [x, y]
-    grid = [evaluate(e, args) for e in launch["grid"]]
-    block = [evaluate(e, args) for e in launch["block"]]
-    shared = evaluate(launch.get("shared_memory_bytes", "0"), args)
-    reserve_workspace(evaluate(launch.get("workspace_bytes", "0"), args))
-    params = kernel_params(launch["operands"], args)
-    return lambda: drv.launch(fn, grid, block, params, shared), grid[0]
 
 
 big = torch.empty(1 << 26, dtype=torch.float32, device="cuda")
@@ -52,7 +31,7 @@ RANDOM = int(os.environ.get("SOFTMAX_REPRO_RANDOM", "0"))
 YOFF = int(os.environ.get("SOFTMAX_REPRO_YOFF", "1"))
 BF16 = torch.bfloat16
 for v in variants[:1] if RANDOM else []:
-    kernels = {name: kernel(name, "" if v == "default" else v)
+    kernels = {name: load_softmax(drv, directory, BUNDLE[v], name)
                for name in ("f16", "bf16")}
     gen = torch.Generator().manual_seed(1)
     shapes = os.environ.get("SOFTMAX_REPRO_SHAPES", "bf16:3:100003,f16:3:100003,f16:1:4194304")
@@ -69,7 +48,7 @@ for v in variants[:1] if RANDOM else []:
             y = flat[offy:offy + rows * n].view(rows, n)
             x.copy_(torch.randn(rows, n, device="cuda").to(dtype))
             ref = torch.softmax(x.double(), dim=-1).to(dtype).double()
-            go, _ = launcher(kernels[name], x, y)
+            go, _ = softmax_launch(drv, kernels[name], x, y)
             y.fill_(float("nan"))
             go()
             err = ((y.double() - ref).norm() / ref.norm()).item()
@@ -80,7 +59,8 @@ for v in variants[:1] if RANDOM else []:
         print(f"{v} {name} [{rows}, {n}]: {noted} of {RANDOM} random "
               f"placements above 1e-4", flush=True)
 for v in variants:
-    kernels = {name: kernel(name, "" if v == "default" else v) for name in DTYPES}
+    kernels = {name: load_softmax(drv, directory, BUNDLE[v], name)
+               for name in DTYPES}
     fails = total = 0
     for name, rows, n in (("f16", 1, 1 << 24), ("f16", 2, 1 << 20),
                           ("f32", 3, 100003), ("f16", 1, 1 << 22)):
@@ -93,7 +73,7 @@ for v in variants:
             y = flat[ystart:ystart + rows * n].view(rows, n)
             x.copy_(torch.randn(rows, n, device="cuda").to(dtype))
             ref = torch.softmax(x.double(), dim=-1).to(dtype).double()
-            go, blocks = launcher(kernels[name], x, y)
+            go, blocks = softmax_launch(drv, kernels[name], x, y)
             allowed = 1e-6 if name == "f32" else 1e-3
             for r in range(repeats):
                 ws = gpu_check._workspace[0]

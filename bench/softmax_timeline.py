@@ -17,14 +17,13 @@ exchange takes after it, when the blocks at a row's ends arrive against
 the others, and resident / loading / merging blocks per 2 us.
 """
 
-import json
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gpu_check import Driver, evaluate, kernel_params, reserve_workspace  # noqa: E402
+from gpu_check import Driver, load_softmax, softmax_launch  # noqa: E402
 import gpu_check  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
 
@@ -32,28 +31,6 @@ DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 directory, variant = sys.argv[1], sys.argv[2]
 drv = Driver()
 flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-
-
-def kernel(name, v):
-    prefix = f"softmax-{v}-{name}" if v else f"softmax-{name}"
-    with open(os.path.join(directory, f"{prefix}-bundle.json")) as f:
-        bundle = json.load(f)
-    binary = bundle["binaries"][0]
-    with open(os.path.join(directory, binary["file"]), "rb") as f:
-        module = drv.load(f.read() + b"\0")
-    launch = bundle["functions"][0]["launches"][0]
-    return drv.function(module, launch["kernel"]), launch
-
-
-def launcher(k, x, y):
-    fn, launch = k
-    args = [x, y]
-    grid = [evaluate(e, args) for e in launch["grid"]]
-    block = [evaluate(e, args) for e in launch["block"]]
-    shared = evaluate(launch.get("shared_memory_bytes", "0"), args)
-    reserve_workspace(evaluate(launch.get("workspace_bytes", "0"), args))
-    params = kernel_params(launch["operands"], args)
-    return (lambda: drv.launch(fn, grid, block, params, shared)), grid[0]
 
 
 for case in sys.argv[3:]:
@@ -65,7 +42,8 @@ for case in sys.argv[3:]:
     pad = 1 << 16
     x = torch.randn(m * n + pad, device="cuda").to(dtype)[:m * n].view(m, n)
     y = torch.empty(m * n + pad, device="cuda", dtype=dtype)[:m * n].view(m, n)
-    go, blocks = launcher(kernel(name, variant), x, y)
+    go, blocks = softmax_launch(drv, load_softmax(drv, directory, variant, name),
+                                x, y)
     ms = do_bench(go, warmup=25, rep=100, return_mode="median")
     spans = []
     for repeat in range(5):
@@ -115,7 +93,7 @@ for case in sys.argv[3:]:
     places = sorted({0, min(1, splits - 1), splits // 2, splits - 1})
     print("   arrival after the row's first start by split (us): " + "  ".join(
         f"{p}: {arrival[:, p].mean():.2f}" for p in places) +
-          f"; load by split: " + "  ".join(
+          "; load by split: " + "  ".join(
         f"{p}: {load.view(m, splits)[:, p].mean():.2f}" for p in places))
     print(f"   row start spread mean {start_spread.mean():.2f} us, p90 "
           f"{start_spread.quantile(.9):.2f}; last block starts at "

@@ -58,6 +58,12 @@ constexpr int64_t kMostPolls = int64_t(1) << 26;
 /// cp.async groups a tile's unrolled copies are committed in (copyTile).
 constexpr int64_t kCopyGroups = 4;
 
+/// Shared memory a split row's block takes besides its tile, for pricing
+/// tiles (splitTileCount): what the system reserves per block (1 KiB) and
+/// the kernel's static shared memory (blockReduce's 256 bytes), with room
+/// to spare.
+constexpr int64_t kBlockReserveBytes = 2048;
+
 /// The `timeline` option's words per block (after the kernel's own words,
 /// see bench/softmax_timeline.py): when the block starts, ends its first
 /// pass, has its block's (max, sum), has published it and seen the row's
@@ -982,12 +988,11 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
   }
 
   /// Blocks of a split row an SM holds with `vectors` per thread, by shared
-  /// memory: a block's tile, plus what the system reserves per block (1 KiB)
-  /// and the kernel's static shared memory (blockReduce's 256 bytes), with
-  /// room to spare.
+  /// memory: a block's tile plus kBlockReserveBytes.
   Value blocksPerSm(IndexBuilder &h, Value vectors) {
-    return h.div(h.c(sharedMemoryPerSm),
-                 h.add(h.mul(vectors, h.c(splitThreads * 16)), h.c(2048)));
+    return h.div(
+        h.c(sharedMemoryPerSm),
+        h.add(h.mul(vectors, h.c(splitThreads * 16)), h.c(kBlockReserveBytes)));
   }
 
   /// How many tiles a split row of `span` elements is evened out over: as
@@ -999,9 +1004,9 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
   /// blocks per row wait longer for each other; bench/RESULTS.md). Never
   /// past one tile per SM, where rows would be swept twice.
   Value splitTileCount(IndexBuilder &h, Value span, int64_t width, Value one) {
-    auto byteCount = [&](int64_t v) { return v * splitThreads * 16; };
+    // blocksPerSm, for a vector count known here.
     auto fitting = [&](int64_t v) {
-      return sharedMemoryPerSm / (byteCount(v) + 2048);
+      return sharedMemoryPerSm / (v * splitThreads * 16 + kBlockReserveBytes);
     };
     auto tilesOf = [&](int64_t v) {
       return h.max(h.ceilDiv(span, h.c(splitThreads * v * width)), one);
