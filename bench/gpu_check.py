@@ -259,6 +259,53 @@ def softmax_launch(drv, kernel, x, y):
 
 # --- reference -----------------------------------------------------------
 
+# Significand bits and least normal exponent of each output type.
+_FORMATS = {torch.float32: (23, -126), torch.float16: (10, -14),
+            torch.bfloat16: (7, -126)}
+
+
+def softmax_reference(x):
+    """Softmax of x in float64; rows of only -inf are defined as 0."""
+    return torch.nan_to_num(torch.softmax(x.double(), dim=-1), nan=0.0)
+
+
+def softmax_error(y, ref):
+    """The error of softmax output y (f32, f16 or bf16, [rows, N]) against
+    the float64 reference `ref`, beyond what storing in y's type must cost:
+    the larger of
+      || max(|y - ref| - step(ref) / 2, 0) || / ||ref||, step(ref) the
+        spacing of y's type at ref (subnormals included): 0 when every
+        element is ref correctly rounded;
+      each row's |sum(y) - sum(ref rounded)| less one step of its largest
+        element, over sum(ref) (infinite for anything in a row of -inf,
+        whose softmax is defined as 0): a scale error too small to move an element
+        past its rounding (a wrong row sum of 1e-3 in a row of subnormals)
+        still moves the row's sum.
+    A plain norm against ref rounded to y's type is no measure for long f16
+    rows: their values are subnormal (one step is up to the value itself),
+    and a last-bit difference of a correct f32 result moves every element
+    of one input value across a rounding boundary at once (f16 [1, 2^24]:
+    4e-3 from a row sum off by 1e-5; bench/RESULTS.md, session 7)."""
+    if y.numel() == 0:
+        return 0.0
+    bits, least = _FORMATS[y.dtype]
+    _, exponent = torch.frexp(ref)  # ref = m * 2^exponent, 0.5 <= |m| < 1
+    power = torch.where(ref == 0, least, (exponent - 1).clamp(min=least))
+    step = torch.ldexp(torch.ones_like(ref), power - bits)
+    got = y.double()
+    excess = ((got - ref).abs() - step / 2).clamp(min=0)
+    norm = ref.norm().item()
+    elements = excess.norm().item() / (norm if norm else 1.0)
+    rounded = ref.to(y.dtype).double()
+    mass = ref.sum(dim=-1)
+    bias = ((got - rounded).sum(dim=-1).abs() - step.max(dim=-1).values)
+    bias = bias.clamp(min=0)
+    # A row of -inf has no mass: anything in it is wrong.
+    bias = torch.where(mass > 0, bias / torch.where(mass > 0, mass, 1.0),
+                       torch.where(bias > 0, math.inf, 0.0))
+    return max(elements, bias.max().item())
+
+
 def reference(q, k, v, causal, window, scale):
     b, hq, m, d = q.shape
     hkv, n = k.shape[1], k.shape[2]
