@@ -278,9 +278,9 @@ def softmax_error(y, ref):
         element is ref correctly rounded;
       each row's |sum(y) - sum(ref rounded)| less one step of its largest
         element, over sum(ref) (infinite for anything in a row of -inf,
-        whose softmax is defined as 0): a scale error too small to move an element
-        past its rounding (a wrong row sum of 1e-3 in a row of subnormals)
-        still moves the row's sum.
+        whose softmax is defined as 0): a scale error too small to move
+        single elements past their rounding (a row sum off by 1e-3 in a
+        row of subnormals) still moves the row's sum.
     A plain norm against ref rounded to y's type is no measure for long f16
     rows: their values are subnormal (one step is up to the value itself),
     and a last-bit difference of a correct f32 result moves every element
