@@ -65,13 +65,15 @@ LogicalResult mlir::attn::buildNvvmPipeline(
       llvm::formatv("attn-tile-attention{{q-tile={0} gpu-mapping},"
                     "canonicalize",
                     options.qTile.getValue()),
-      llvm::formatv("attn-softmax-to-gpu{{shared-memory-per-sm={1}},"
+      llvm::formatv("attn-softmax-to-gpu{{shared-memory-per-sm={1} "
+                    "async-copy={2}},"
                     "attn-decompose-merge-splits,"
                     "attn-decompose-attention{{"
                     "kv-tile={0}},attn-decompose-softmax,"
                     "attn-decompose-online-softmax,canonicalize,cse,"
                     "attn-check-decomposed",
-                    options.kvTile.getValue(), sharedMemoryPerSm),
+                    options.kvTile.getValue(), sharedMemoryPerSm,
+                    smVersion >= 80),
       // Kernels cannot allocate: bound every temporary (a block's go to
       // shared memory), bufferize, copy with linalg, and stage the global
       // tiles the block reads in shared memory.

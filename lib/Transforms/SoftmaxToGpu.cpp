@@ -1043,6 +1043,10 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
       return op.emitOpError()
              << "lowers to the GPU for rank 2 ([rows, N]) only, got rank "
              << inType.getRank() << "; collapse the outer dims first";
+    if (!asyncCopy)
+      return op.emitOpError()
+             << "lowers to the GPU with cp.async, which the target does not "
+                "have (sm_80 or newer)";
     int64_t width = 128 / inType.getElementTypeBitWidth();
     int64_t elementBytes = inType.getElementTypeBitWidth() / 8;
     if (elementsPerThread % width != 0)

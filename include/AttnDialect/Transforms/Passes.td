@@ -226,6 +226,10 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
            "bytes of shared memory an SM gives its blocks (228 KiB on sm_90, "
            "164 KiB on sm_80): a split row takes smaller tiles where an SM "
            "then holds one more of its blocks and over 10% more of the rows">,
+    Option<"asyncCopy", "async-copy", "bool", /*default=*/"true",
+           "whether the target has cp.async (sm_80 and newer; "
+           "attn-lower-to-nvvm sets it from the chip): the kernel stages its "
+           "tiles with it, so without it each attn.softmax is an error">,
     Option<"timeline", "timeline", "bool", /*default=*/"false",
            "profiling aid: each block's thread 0 writes %globaltimer at its "
            "start, first pass's end, exchange and end, and its SM, into 8 "
