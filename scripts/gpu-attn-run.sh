@@ -42,6 +42,13 @@ go --target=gpu --dtype=f32 --score-mod=checkerboard --mask=document $sweep
 go --target=gpu --dtype=bf16 --head-dim=128 --causal --lse --reference=gpu $sweep
 go --target=gpu --dtype=f16 --head-dim=64 --batch=2 --heads=16:4 --q-len=4096 --kv-len=4096
 go --target=gpu --dtype=bf16 --head-dim=128 --causal --lse --batch=1 --heads=16:16 --q-len=8192 --kv-len=8192 --repeat=3
+# attn.softmax: rows in one block, split across blocks, swept twice
+# (2^24), odd lengths, a row of -inf (the last of several), then timed.
+for dtype in f32 f16 bf16; do
+  go --target=gpu --op=softmax --dtype=$dtype --rows=1,3 --row-len=1,1000,4097,65539,100003,1048576
+done
+go --target=gpu --op=softmax --dtype=f16 --rows=2 --row-len=16777216
+go --target=gpu --op=softmax --dtype=f16 --rows=64 --row-len=1048576 --repeat=20
 # Timed: one warm-up (the checked run), median of 10.
 go --target=gpu --dtype=bf16 --head-dim=128 --causal --batch=4 --heads=16:16 --q-len=1024 --repeat=10 --json
 exit $status

@@ -230,6 +230,28 @@ double invoke(attn::CpuKernel &kernel,
 }
 
 /// Prints the summary line of a sweep; returns the exit code.
+/// Compiles @func once, for the CPU (JIT: `kernel`) or the GPU (a kernel
+/// bundle run through the CUDA driver: the result).
+std::unique_ptr<GpuTarget> compileFor(ModuleOp module, func::FuncOp func,
+                                      std::unique_ptr<attn::CpuKernel> &kernel,
+                                      double &compileMs) {
+  if (target != "gpu") {
+    kernel = compileForCpu(module, func, compileMs);
+    return nullptr;
+  }
+  GpuOptions options;
+  options.chip = chip;
+  options.qTile = qTile;
+  options.kvTile = kvTile;
+  options.threads = blockThreads;
+  options.repeat = repeat;
+  auto created = GpuTarget::create(module, func, options);
+  if (!created)
+    fail(llvm::toString(created.takeError()));
+  compileMs = (*created)->compileMs();
+  return std::move(*created);
+}
+
 int summarize(unsigned cases, unsigned failures, double worst, double allowed) {
   if (!json)
     llvm::outs() << llvm::formatv(
@@ -243,9 +265,6 @@ int summarize(unsigned cases, unsigned failures, double worst, double allowed) {
 /// in 16 entries -inf, and (with more than one row) a last row that is all
 /// -inf, against a float64 softmax.
 int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
-  if (target == "gpu")
-    fail("--target=gpu runs attention only: attn.softmax has no GPU "
-         "lowering yet");
   auto func = op->getParentOfType<func::FuncOp>();
   auto input = dyn_cast<BlockArgument>(op.getInput());
   auto output = dyn_cast<BlockArgument>(op.getOutput());
@@ -263,8 +282,9 @@ int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
       sizesFor("row-len", rowLens, inType.getDimSize(1), 1000);
 
   double compileMs;
-  std::unique_ptr<attn::CpuKernel> kernel =
-      compileForCpu(module, func, compileMs);
+  std::unique_ptr<attn::CpuKernel> kernel;
+  std::unique_ptr<GpuTarget> gpu = compileFor(module, func, kernel, compileMs);
+  std::string where = gpu ? "gpu (" + gpu->chip() + ")" : "cpu";
   Type inElement = inType.getElementType(),
        outElement = outType.getElementType();
   bool wide = inElement.isF32() && outElement.isF32();
@@ -272,8 +292,8 @@ int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
   std::string typeName;
   llvm::raw_string_ostream(typeName) << inElement << "->" << outElement;
   if (!json)
-    llvm::outs() << "attn-run: target=cpu softmax @" << func.getName()
-                 << " dtype=" << typeName
+    llvm::outs() << "attn-run: target=" << where << " softmax @"
+                 << func.getName() << " dtype=" << typeName
                  << llvm::formatv(", compiled once in {0:f1} ms\n", compileMs);
 
   std::mt19937_64 rng(seed);
@@ -294,7 +314,19 @@ int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
         x.set(e, lastRowMasked || rng() % 16 == 0 ? negInf : uniform(rng));
       }
       y.poison();
-      double runMs = invoke(*kernel, buffers);
+      double runMs;
+      if (gpu) {
+        llvm::Expected<double> ms = gpu->run(buffers, nullptr);
+        if (!ms)
+          fail(llvm::toString(ms.takeError()));
+        runMs = *ms;
+      } else {
+        runMs = invoke(*kernel, buffers);
+      }
+      // One read and one write of the rows.
+      double gbPerS = m * n *
+                      double(elementBytes(x.kind()) + elementBytes(y.kind())) /
+                      (runMs * 1e6);
 
       std::vector<double> ref(m * n, 0.0);
       for (int64_t r = 0; r < m; ++r) {
@@ -316,15 +348,19 @@ int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
       worst = std::max(worst, error);
       if (json)
         llvm::outs() << llvm::formatv(
-            "{{\"target\": \"cpu\", \"op\": \"softmax\", \"rows\": {0}, "
+            "{{\"target\": \"{7}\", \"op\": \"softmax\", \"rows\": {0}, "
             "\"length\": {1}, \"dtype\": \"{2}\", \"error\": {3:e}, "
-            "\"tolerance\": {4:e}, \"run_ms\": {5:f3}, \"pass\": {6}}\n",
-            m, n, typeName, error, allowed, runMs, pass ? "true" : "false");
+            "\"tolerance\": {4:e}, \"run_ms\": {5:f3}, \"gb_per_s\": "
+            "{8:f1}, \"pass\": {6}}\n",
+            m, n, typeName, error, allowed, runMs, pass ? "true" : "false",
+            gpu ? "gpu" : "cpu", gbPerS);
       else
         llvm::outs() << llvm::formatv(
-            "  rows={0} length={1}: run {2:f3} ms, error {3:e}{4}: {5}\n", m, n,
-            runMs, error, finite ? "" : ", non-finite or unwritten outputs",
-            pass ? "PASS" : "FAIL");
+            "  rows={0} length={1}: run {2:f3} ms ({6:f1} GB/s), error "
+            "{3:e}{4}: {5}\n",
+            m, n, runMs, error,
+            finite ? "" : ", non-finite or unwritten outputs",
+            pass ? "PASS" : "FAIL", gbPerS);
     }
   return summarize(cases, failures, worst, allowed);
 }
@@ -432,22 +468,7 @@ int runAttention(ModuleOp module) {
   // the CUDA driver).
   double compileMs = 0;
   std::unique_ptr<attn::CpuKernel> kernel;
-  std::unique_ptr<GpuTarget> gpu;
-  if (target == "gpu") {
-    GpuOptions options;
-    options.chip = chip;
-    options.qTile = qTile;
-    options.kvTile = kvTile;
-    options.threads = blockThreads;
-    options.repeat = repeat;
-    auto created = GpuTarget::create(module, func, options);
-    if (!created)
-      fail(llvm::toString(created.takeError()));
-    gpu = std::move(*created);
-    compileMs = gpu->compileMs();
-  } else {
-    kernel = compileForCpu(module, func, compileMs);
-  }
+  std::unique_ptr<GpuTarget> gpu = compileFor(module, func, kernel, compileMs);
   std::string where = gpu ? "gpu (" + gpu->chip() + ")" : "cpu";
 
   Type elementType = op.getQueryType().getElementType();
@@ -636,6 +657,10 @@ int main(int argc, char **argv) {
     fail("--target must be cpu or gpu, not '" + target + "'");
   if (reference != "auto" && reference != "cpu" && reference != "gpu")
     fail("--reference must be auto, cpu or gpu, not '" + reference + "'");
+  // 0 (the default) picks the dtype's tolerance; a given one must be usable.
+  if (tolerance.getNumOccurrences() && !(tolerance > 0))
+    fail("--tolerance must be positive, got " +
+         std::to_string(tolerance.getValue()));
   if (!transformFile.empty() && !llvm::sys::fs::exists(transformFile))
     fail("--transform: no file '" + transformFile + "'");
   if (target == "gpu" && !transformFile.empty())
