@@ -127,6 +127,10 @@ struct SoftmaxKernel : IndexBuilder {
   Value row, split, rowStart, rowEnd, sliceStart, vectorIn, vectorOut;
   // With the `timeline` option: this block's first stamp word.
   Value stampBase;
+  // Split rows: blocks in the launch's first wave (SMs x blocks per SM),
+  // and the `first-wave-stagger` step in ns (0: none).
+  Value firstWave;
+  int64_t staggerNs = 0;
 
   /// With the `timeline` option, thread 0 writes the low 32 bits of
   /// %globaltimer (ns) to this block's word `stamp` (and its SM with the
@@ -848,9 +852,36 @@ struct SoftmaxKernel : IndexBuilder {
         [&] { return phase(Vectors::Checked); }));
   }
 
+  /// Split rows of the launch's first wave start in three steps, by row
+  /// mod 3, `staggerNs` apart: all at once, every block of an SM reached
+  /// its exchange together and memory idled for several us while they
+  /// waited (bench/softmax_timeline.py); staggered, a third copies while
+  /// the others exchange. f16 rows of 200003-700001: +0.01-0.02 of the
+  /// copy, f32 up to +0.02; 8 us steps (two phases) gained less, 12 us
+  /// lost 0.02-0.03 (bench/RESULTS.md, session 7). Blocks are resident from
+  /// the start, so a block sleeping here delays no other row.
+  void staggerFirstWave() {
+    if (!splitRow || staggerNs <= 0)
+      return;
+    Value step = rem(row, c(3));
+    Value late = both(
+        cmp(arith::CmpIPredicate::ult, add(mul(row, splits), split), firstWave),
+        cmp(arith::CmpIPredicate::ne, step, c(0)));
+    onlyIf(late, [&] {
+      // nanosleep takes at most about 1 ms and is approximate: 1 us naps.
+      int64_t naps = std::max<int64_t>(staggerNs / 1000, 1);
+      auto sleep = scf::ForOp::create(b, loc, c(0), mul(step, c(naps)), c(1));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(sleep.getBody()->getTerminator());
+      NVVM::NanosleepOp::create(
+          b, loc, arith::ConstantIntOp::create(b, loc, staggerNs / naps, 32));
+    });
+  }
+
   /// A slice of one tile: read from memory once, into shared memory, and
   /// reduced and written from there.
   void buildResident() {
+    staggerFirstWave();
     Value warpWhole = warpVectorsWhole();
     byVectors(warpWhole, {}, [&](Vectors kind) {
       copyTile(sliceStart, kind);
@@ -961,6 +992,13 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
              "bytes) at most 163 KiB, got "
           << static_cast<int64_t>(elementsPerThread) << " x "
           << static_cast<int64_t>(threads);
+      return signalPassFailure();
+    }
+    if (firstWaveStagger < 0 || firstWaveStagger > 100000) {
+      getOperation()->emitError()
+          << "attn-softmax-to-gpu: first-wave-stagger must be in [0, 100000] "
+             "ns, got "
+          << static_cast<int64_t>(firstWaveStagger);
       return signalPassFailure();
     }
     if (sharedMemoryPerSm < 16 * 1024) {
@@ -1107,6 +1145,12 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
                                rewriter, loc, rewriter.getIndexType())),
               one);
     Value sliceTiles = h.ceilDiv(tiles, splits);
+    // Split-row blocks of the first wave (see staggerFirstWave).
+    Value firstWave;
+    if (firstWaveStagger > 0)
+      firstWave = h.mul(
+          MultiprocessorCountOp::create(rewriter, loc, rewriter.getIndexType()),
+          blocksPerSm(h, used));
     Value blocks = h.mul(rows, splits);
     Value words = h.mul(h.c(2), h.add(rows, blocks));
     if (timeline)
@@ -1156,6 +1200,8 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
       kernel.threads = launch.getBlockSizeX();
       kernel.splits = splits;
       kernel.sliceTiles = sliceTiles;
+      kernel.staggerNs = firstWaveStagger;
+      kernel.firstWave = firstWave;
       kernel.width = width;
       kernel.used = used;
       if (timeline)

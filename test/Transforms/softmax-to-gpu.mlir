@@ -6,6 +6,8 @@
 // RUN: not attn-opt %s --attn-softmax-to-gpu="shared-memory-per-sm=1000" --split-input-file 2>&1 | FileCheck %s --check-prefix=SMEM-OPTION
 // RUN: attn-opt %s --attn-softmax-to-gpu="shared-memory-per-sm=167936" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=SM80
 // RUN: attn-opt %s --attn-softmax-to-gpu=timeline --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=TIMELINE
+// RUN: attn-opt %s --attn-softmax-to-gpu=first-wave-stagger=0 --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=NO-STAGGER
+// RUN: not attn-opt %s --attn-softmax-to-gpu=first-wave-stagger=-1 --split-input-file 2>&1 | FileCheck %s --check-prefix=STAGGER-OPTION
 
 // One gpu.launch on the op's buffers. Host side: a row spans N + 7 f16
 // elements of 16-byte vectors when N is not a multiple of 8; a block has
@@ -59,6 +61,12 @@
 // CHECK: %[[FEWER:.*]] = arith.minui %{{.*}}, %[[SMS]] : index
 // CHECK: %[[SPLITS:.*]] = arith.maxui %[[FEWER]], %[[ONE]] : index
 // CHECK: %[[SLICE:.*]] = arith.ceildivui %{{.*}}, %[[SPLITS]] : index
+// The launch's first wave of split-row blocks: SMs x blocks per SM (the
+// used vectors' tile plus 2 KiB in 228 KiB).
+// CHECK: arith.muli %[[USED]], %c4096
+// CHECK: %[[PER_SM:.*]] = arith.divui %c233472
+// CHECK: %[[SMS2:.*]] = attn.multiprocessor_count
+// CHECK: %[[WAVE:.*]] = arith.muli %[[SMS2]], %[[PER_SM]]
 // CHECK: %[[BLOCKS:.*]] = arith.muli %[[ROWS]], %[[SPLITS]] : index
 // CHECK: %[[WS:.*]] = attn.workspace %{{.*}} : memref<?xi32>
 // CHECK: %[[BYTES:.*]] = arith.index_cast %{{.*}} : index to i32
@@ -122,10 +130,21 @@
 // CHECK:     vector.store %{{.*}}, %[[FLAT_OUT]][%{{.*}}] {alignment = 16 : i64} : memref<?xf16>, vector<8xf16>
 // CHECK-NOT: red.release
 // CHECK:   } else {
-// Split rows: a row's splits are consecutive blocks.
+// Split rows: a row's splits are consecutive blocks. Those in the first
+// wave start 0, 4 or 8 us late by row mod 3 (1 us naps).
 // CHECK:     scf.if %{{.*}} {
-// CHECK:       arith.divui %[[BID]], %[[SPLITS]]
-// CHECK:       arith.remui %[[BID]], %[[SPLITS]]
+// CHECK:       %[[ROW:.*]] = arith.divui %[[BID]], %[[SPLITS]]
+// CHECK:       %[[SPLIT_IDX:.*]] = arith.remui %[[BID]], %[[SPLITS]]
+// CHECK:       %[[STEP:.*]] = arith.remui %[[ROW]], %c3
+// CHECK:       %[[LATE_ROW:.*]] = arith.cmpi ne, %[[STEP]], %c0
+// CHECK:       %[[ITEM:.*]] = arith.addi %{{.*}}, %[[SPLIT_IDX]]
+// CHECK:       %[[IN_WAVE:.*]] = arith.cmpi ult, %[[ITEM]], %[[WAVE]]
+// CHECK:       %[[LATE:.*]] = arith.andi %[[IN_WAVE]], %[[LATE_ROW]]
+// CHECK:       scf.if %[[LATE]] {
+// CHECK:         %[[NAPS:.*]] = arith.muli %[[STEP]], %c4
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %[[NAPS]]
+// CHECK-NEXT:      arith.constant 1000 : i32
+// CHECK-NEXT:      nvvm.nanosleep
 // CHECK:       nvvm.vote.sync all
 // CHECK:       nvvm.cp.async.shared.global
 // The warps at the row's ends copy their whole vectors too, each behind a
@@ -224,6 +243,12 @@
 // THREADS: attn-softmax-to-gpu: threads and split-threads must be multiples of 32 in [32, 1024], got 48
 // TILE: attn-softmax-to-gpu: elements-per-thread must be at least 1 and a block's f32 tile (threads x elements-per-thread x 4 bytes) at most 163 KiB, got 1024 x 512
 // SMEM-OPTION: attn-softmax-to-gpu: shared-memory-per-sm must be at least 16 KiB, got 1000
+// STAGGER-OPTION: attn-softmax-to-gpu: first-wave-stagger must be in [0, 100000] ns, got -1
+// Without the stagger, no block naps before its copies (the only
+// nanosleep is the exchange's poll).
+// NO-STAGGER-LABEL: func.func @softmax
+// NO-STAGGER-NOT: nvvm.nanosleep %c1000_i32
+// NO-STAGGER-NOT: arith.remui %{{.*}}, %c3 : index
 // SPLIT-TILE: attn-softmax-to-gpu: split-vectors must be at least 1 and a split row's tile (split-threads x split-vectors x 16 bytes) at most 163 KiB, got 64 x 256
 func.func @softmax(%x: tensor<?x?xf16>, %y: tensor<?x?xf16>) -> tensor<?x?xf16> {
   %r = attn.softmax ins(%x : tensor<?x?xf16>) outs(%y : tensor<?x?xf16>) -> tensor<?x?xf16>

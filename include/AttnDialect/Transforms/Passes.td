@@ -199,7 +199,9 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
     others with one store each (a loop of element stores there made the
     blocks holding a row's ends, which the rest of the row waits for, 2 us
     late), at a short row's ends they stage in a loop, and both write in a
-    loop (small code). `timeline` stamps when each block passes each phase
+    loop (small code). The launch's first wave of split-row blocks starts
+    in three steps (`first-wave-stagger`), so that some of it copies while
+    the rest exchanges. `timeline` stamps when each block passes each phase
     (bench/softmax_timeline.py reads them). exp(x -
     max) is exp2((x - max) * log2(e)); -inf entries give 0 and rows that
     are all -inf give 0. Empty rows (N = 0) launch blocks that touch
@@ -226,6 +228,13 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
            "bytes of shared memory an SM gives its blocks (228 KiB on sm_90, "
            "164 KiB on sm_80): a split row takes smaller tiles where an SM "
            "then holds one more of its blocks and over 10% more of the rows">,
+    Option<"firstWaveStagger", "first-wave-stagger", "int64_t",
+           /*default=*/"4000",
+           "nanoseconds by which a split row's blocks in the launch's first "
+           "wave (SMs x blocks per SM) start later per row mod 3 (0, 1 or 2 "
+           "times this): otherwise the first wave's blocks all reach their "
+           "exchange at once and memory idles while they wait (tuned on an "
+           "H100; 0 turns it off)">,
     Option<"asyncCopy", "async-copy", "bool", /*default=*/"true",
            "whether the target has cp.async (sm_80 and newer; "
            "attn-lower-to-nvvm sets it from the chip): the kernel stages its "
