@@ -229,7 +229,6 @@ double invoke(attn::CpuKernel &kernel,
       .count();
 }
 
-/// Prints the summary line of a sweep; returns the exit code.
 /// Compiles @func once, for the CPU (JIT: `kernel`) or the GPU (a kernel
 /// bundle run through the CUDA driver: the result).
 std::unique_ptr<GpuTarget> compileFor(ModuleOp module, func::FuncOp func,
@@ -252,6 +251,7 @@ std::unique_ptr<GpuTarget> compileFor(ModuleOp module, func::FuncOp func,
   return std::move(*created);
 }
 
+/// Prints the summary line of a sweep; returns the exit code.
 int summarize(unsigned cases, unsigned failures, double worst, double allowed) {
   if (!json)
     llvm::outs() << llvm::formatv(
