@@ -1154,7 +1154,9 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
           MultiprocessorCountOp::create(rewriter, loc, rewriter.getIndexType()),
           blocksPerSm(h, used));
     Value blocks = h.mul(rows, splits);
-    Value words = h.mul(h.c(2), h.add(rows, blocks));
+    // The exchange's words (see the layout above), then the timeline's.
+    Value exchangeWords = h.mul(h.c(2), h.add(rows, blocks));
+    Value words = exchangeWords;
     if (timeline)
       words = h.add(words, h.mul(blocks, h.c(kStampWords)));
     Value workspace = WorkspaceOp::create(
@@ -1207,9 +1209,8 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
       kernel.width = width;
       kernel.used = used;
       if (timeline)
-        kernel.stampBase =
-            h.add(h.mul(h.c(2), h.add(rows, blocks)),
-                  h.mul(launch.getBlockIds().x, h.c(kStampWords)));
+        kernel.stampBase = h.add(
+            exchangeWords, h.mul(launch.getBlockIds().x, h.c(kStampWords)));
       kernel.stamp(kStart);
       // Three kernels in one, by the shape: a row in one block, a row split
       // across blocks each holding a tile, or each sweeping a slice.
