@@ -318,8 +318,8 @@ def reference(q, k, v, causal, window, scale):
     keep = torch.ones(m, n, dtype=torch.bool, device=q.device)
     if causal:
         keep &= ki <= qi
-    if window:  # sliding window as attn-run builds it: causal, q - kv < W
-        keep &= (ki <= qi) & ((qi - ki) < window)
+    if window:  # FlexAttention's sliding window: causal, q - kv <= W
+        keep &= (ki <= qi) & ((qi - ki) <= window)
     s = s.masked_fill(~keep, float("-inf"))
     mx = s.amax(-1, keepdim=True)
     safe = torch.where(torch.isinf(mx), torch.zeros_like(mx), mx)

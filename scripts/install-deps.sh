@@ -9,6 +9,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ git
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22
+  clang-22 libclang-rt-22-dev
   libgtest-dev
   python3 python3-dev python3-pip
 )

@@ -1,5 +1,4 @@
-//===- Bundle.h - kernel bundles written by attn-write-kernel-bundle -*- C++
-//-*-===//
+//===- Bundle.h - kernel bundles of attn-write-kernel-bundle ----*- C++ -*-===//
 //
 // A bundle is PTX or cubin files plus bundle.json, which says, per host
 // function, how to launch its kernels: grid, block and kernel operands as
@@ -11,12 +10,32 @@
 #ifndef ATTNRUNTIME_BUNDLE_H
 #define ATTNRUNTIME_BUNDLE_H
 
+#include "AttnRuntime/ShapeCheck.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace attn_runtime {
+
+// Limits on what a bundle may hold, so that a malformed or hostile bundle is
+// an error instead of a crash or an exhausted machine (generated bundles stay
+// far below them).
+
+/// bundle.json itself.
+constexpr int64_t kMaxBundleJsonBytes = int64_t(16) << 20;
+/// Each PTX or cubin file.
+constexpr int64_t kMaxBinaryBytes = int64_t(256) << 20;
+/// The text of one launch expression.
+constexpr size_t kMaxExprBytes = size_t(64) << 10;
+/// The nesting of a launch expression: calls, affine operands, and the
+/// parentheses and unary minus signs inside an affine map's expression
+/// (parsing and evaluation recurse once per level).
+constexpr int kMaxExprDepth = 64;
+/// The terms (integers, arguments, calls...) of all launch expressions of a
+/// bundle together: each takes about 150 bytes.
+constexpr int64_t kMaxBundleExprTerms = int64_t(1) << 20;
 
 /// A launch expression: an integer, an f32 constant, a function argument
 /// (%argN), dim(E, k), add/sub/mul/div/ceildiv/min/max(E, E), an affine map
@@ -40,7 +59,9 @@ struct Expr {
   std::vector<std::string> symbols; // Affine: s0, s1, ...
   std::vector<Expr> operands;
 
-  /// Parses the text form the bundle writer prints.
+  /// Parses the text form the bundle writer prints; fails with `error` on
+  /// anything else, on text longer than kMaxExprBytes and on nesting deeper
+  /// than kMaxExprDepth.
   static bool parse(const std::string &text, Expr &expr, std::string &error);
 };
 
@@ -69,7 +90,8 @@ struct Environment {
 };
 
 /// Integer value of `expr` for `args`; false with `error` if it is not an
-/// integer or refers to something missing (sm_count without `environment`).
+/// integer, refers to something missing (sm_count without `environment`),
+/// divides by zero or overflows int64 (the error names the operation).
 bool evaluateIndex(const Expr &expr, const std::vector<Argument> &args,
                    int64_t &value, std::string &error,
                    const Environment *environment = nullptr);
@@ -92,10 +114,31 @@ struct Launch {
               const Environment *environment = nullptr) const;
 };
 
+/// The sizes (-1 for ?) and element type ("f16", "i32", "index", ...) of a
+/// memref type as the bundle writer prints it, e.g. memref<?x8x?x64xf16>;
+/// false with `error` for any other type (a tensor, a layout or memory
+/// space, an element type the runtime does not know).
+bool parseMemRefType(const std::string &type, std::vector<int64_t> &dims,
+                     std::string &elementType, int64_t &elementBytes,
+                     std::string &error);
+
 struct Function {
   std::string name;
   std::vector<std::string> argTypes; // MLIR types, e.g. memref<?x8x?x64xf16>
+  /// Each argument's element type ("f16") and its bytes, from argTypes.
+  std::vector<std::string> argElementTypes;
+  std::vector<int64_t> argElementBytes;
+  /// What the argument shapes must satisfy: argDims from argTypes, names and
+  /// constraints from the bundle's "shape_contract" (none without it).
+  ShapeContract contract;
   std::vector<Launch> launches;
+
+  /// Checks the shapes of the arguments (one per argument) against the
+  /// contract; an empty string when they agree, else a message naming the
+  /// function, both arguments and both sizes. Call it before every launch:
+  /// kernels do not check bounds.
+  std::string
+  checkArguments(const std::vector<std::vector<int64_t>> &shapes) const;
 };
 
 struct Binary {
@@ -108,9 +151,17 @@ struct Bundle {
   std::vector<Function> functions;
 
   /// Reads `<dir>/<prefix>bundle.json` and the files it names. Errors name
-  /// the file and what is wrong with it (missing, truncated, malformed).
+  /// the file and what is wrong with it (missing, truncated, malformed, too
+  /// large, not a regular file, a binary's "file" that is not a plain name
+  /// in the bundle's directory).
   static bool load(const std::string &jsonPath, Bundle &bundle,
                    std::string &error);
+  /// The same for the text of a bundle.json whose binaries lie in
+  /// `directory` ("" for the working directory); `name` is the bundle's name
+  /// in errors.
+  static bool parse(const std::string &json, const std::string &directory,
+                    Bundle &bundle, std::string &error,
+                    const std::string &name = "bundle.json");
 
   const Function *function(const std::string &name) const;
   const Binary *binary(const std::string &name) const;

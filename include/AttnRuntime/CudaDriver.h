@@ -70,6 +70,14 @@ public:
   bool prepare(const Launch &launch, void *kernel,
                const std::vector<Argument> &args, PreparedLaunch &prepared,
                std::string &error);
+  /// Prepares every launch of `function` for `args` (`kernels[i]` is the
+  /// kernel of launch i), after checking the argument shapes against its
+  /// contract (Function::checkArguments): kernels do not check bounds, so a
+  /// mismatch must stop here. Reserves the largest workspace first, so that
+  /// all of them hold the same one.
+  bool prepare(const Function &function, const std::vector<void *> &kernels,
+               const std::vector<Argument> &args,
+               std::vector<PreparedLaunch> &prepared, std::string &error);
   bool launch(const PreparedLaunch &prepared, std::string &error) {
     return launch(prepared.kernel, prepared.grid, prepared.block,
                   prepared.sharedBytes, prepared.params, error);

@@ -24,7 +24,7 @@ struct ReferenceProblem {
   ElementKind kind; // of Q, K and V: f32, f16 or bf16
   double scale;
   bool causal = false;
-  int64_t window = 0; // > 0: causal sliding window of W keys
+  int64_t window = 0; // > 0: kv <= q and q - kv <= W
 };
 
 /// Whether this build embeds the reference kernel (nvcc was found).

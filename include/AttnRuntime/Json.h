@@ -8,6 +8,7 @@
 #ifndef ATTNRUNTIME_JSON_H
 #define ATTNRUNTIME_JSON_H
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,8 +35,16 @@ struct JsonValue {
   const JsonValue *get(const std::string &key) const;
 };
 
+/// Arrays and objects nest at most this deep: the reader recurses once per
+/// level, and bundles nest four or five levels.
+constexpr int kMaxJsonDepth = 64;
+/// A document holds at most this many values: each takes about 150 bytes,
+/// so a 16 MiB bundle of `[0,0,...]` would otherwise take gigabytes.
+constexpr int64_t kMaxJsonValues = 1 << 20;
+
 /// Parses `text`; on failure returns false and sets `error` (with the byte
-/// offset of the problem).
+/// offset of the problem), also when it nests deeper than kMaxJsonDepth or
+/// holds more than kMaxJsonValues values.
 bool parseJson(const std::string &text, JsonValue &value, std::string &error);
 
 } // namespace attn_runtime

@@ -1,6 +1,8 @@
 //===- CpuJit.cpp - attn functions compiled and run on the CPU ------------===//
 
 #include "AttnDialect/Execution/CpuJit.h"
+#include "AttnDialect/Transforms/Passes.h"
+#include "AttnDialect/Transforms/ShapeContract.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -8,6 +10,7 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -18,6 +21,53 @@ static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+namespace {
+/// The first failed region check of the current call (kernels run on the
+/// calling thread).
+struct RegionErrorRecord {
+  bool set = false;
+  int64_t error = 0, region = 0, argument = 0, dim = 0, index = 0, size = 0;
+};
+thread_local RegionErrorRecord regionError;
+
+/// attnReportRegionError, which bounds-checked kernels call.
+extern "C" void reportRegionError(int64_t error, int64_t region,
+                                  int64_t argument, int64_t dim, int64_t index,
+                                  int64_t size) {
+  if (!regionError.set)
+    regionError = {true, error, region, argument, dim, index, size};
+}
+
+std::string describeRegionError(const RegionErrorRecord &record,
+                                const attn_runtime::ShapeContract &contract) {
+  std::string region = record.region == 0 ? "score_mod" : "mask_mod";
+  switch (record.error) {
+  case 1: {
+    std::string tensor = record.argument >= 0
+                             ? contract.argName(record.argument)
+                             : std::string("a captured constant tensor");
+    return region + " reads " + tensor + " at index " +
+           std::to_string(record.index) + " of dim " +
+           std::to_string(record.dim) + ", whose size is " +
+           std::to_string(record.size);
+  }
+  case 2:
+    return region + " divides " + std::to_string(record.index) + " by zero";
+  default:
+    return region + " divides " + std::to_string(record.index) +
+           " by -1, which overflows";
+  }
+}
+
+int64_t bytesOf(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  Type element = shaped ? shaped.getElementType() : type;
+  if (element.isIndex())
+    return 8;
+  return std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
+}
+} // namespace
+
 CpuKernel::~CpuKernel() = default;
 
 llvm::Expected<std::unique_ptr<CpuKernel>>
@@ -27,6 +77,23 @@ CpuKernel::compile(ModuleOp module, llvm::StringRef function,
   auto func = module.lookupSymbol<func::FuncOp>(function);
   if (!func)
     return error("the module has no func.func @" + function);
+  // The C interface takes one memref descriptor per argument and returns
+  // nothing: a scalar argument or result would need another calling
+  // convention.
+  auto text = [](Type type) {
+    std::string printed;
+    llvm::raw_string_ostream(printed) << type;
+    return printed;
+  };
+  for (Type type : func.getArgumentTypes())
+    if (!isa<RankedTensorType, MemRefType>(type))
+      return error("@" + function + " takes a " + text(type) +
+                   "; compiled functions take only ranked tensors");
+  for (Type type : func.getResultTypes())
+    if (!isa<RankedTensorType, MemRefType>(type))
+      return error("@" + function + " returns a " + text(type) +
+                   "; compiled functions return only the tensors their attn "
+                   "ops write in place");
   OwningOpRef<ModuleOp> compiled = module.clone();
   // Upstream drops results that are just the outs buffers only from private
   // functions; then the C interface takes the buffers and returns nothing.
@@ -77,7 +144,22 @@ CpuKernel::compile(ModuleOp module, llvm::StringRef function,
     return error("JIT compilation failed: " +
                  llvm::toString(engine.takeError()));
   kernel->engine = std::move(*engine);
+  kernel->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner(kRegionErrorFunction)] = {
+        llvm::orc::ExecutorAddr::fromPtr(&reportRegionError),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
+  kernel->contract = computeShapeContract(func);
+  for (Type type : func.getArgumentTypes())
+    kernel->elementBytes.push_back(bytesOf(type));
   return kernel;
+}
+
+std::string CpuKernel::checkArguments(
+    const std::vector<std::vector<int64_t>> &shapes) const {
+  return contract.check(shapes, elementBytes);
 }
 
 llvm::Error CpuKernel::invoke(llvm::ArrayRef<void *> descriptors) {
@@ -85,13 +167,26 @@ llvm::Error CpuKernel::invoke(llvm::ArrayRef<void *> descriptors) {
     return error("expected " + llvm::Twine(numArguments_) +
                  " buffers, one per argument, but got " +
                  llvm::Twine(descriptors.size()));
+  // Each descriptor is {allocated, aligned, offset, sizes[rank],
+  // strides[rank]}: its sizes are checked before anything runs.
+  std::vector<std::vector<int64_t>> shapes;
+  for (auto [descriptor, dims] : llvm::zip(descriptors, contract.argDims)) {
+    const int64_t *words = static_cast<const int64_t *>(descriptor);
+    shapes.emplace_back(words + 3, words + 3 + dims.size());
+  }
+  std::string mismatch = checkArguments(shapes);
+  if (!mismatch.empty())
+    return error(mismatch);
   // The C interface takes a pointer to each memref descriptor.
   llvm::SmallVector<void *> holders(descriptors.begin(), descriptors.end());
   llvm::SmallVector<void *> packed;
   for (void *&descriptor : holders)
     packed.push_back(&descriptor);
+  regionError = {};
   if (llvm::Error err = engine->invokePacked(entry, packed))
     return error("running the kernel failed: " +
                  llvm::toString(std::move(err)));
+  if (regionError.set)
+    return error(describeRegionError(regionError, contract));
   return llvm::Error::success();
 }

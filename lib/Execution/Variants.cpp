@@ -5,6 +5,8 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 using namespace mlir::attn;
 
 namespace {
@@ -32,6 +34,24 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
                                    spec.dtype + "'");
   int64_t dv = spec.valueDim ? spec.valueDim : spec.headDim;
   std::string t = spec.dtype;
+  struct {
+    const char *flag;
+    int64_t size;
+  } sizes[] = {{"--batch", spec.batch},     {"--heads (Hq)", spec.queryHeads},
+               {"--heads (Hkv)", spec.kvHeads}, {"--q-len", spec.queryLen},
+               {"--kv-len", spec.kvLen}};
+  for (auto size : sizes)
+    if (size.size == 0 || size.size < -1)
+      return llvm::createStringError(
+          llvm::formatv("{0} must be positive (or dynamic), not {1}",
+                        size.flag, size.size)
+              .str());
+  if (spec.queryHeads > 0 && spec.kvHeads > 0 &&
+      spec.queryHeads % spec.kvHeads != 0)
+    return llvm::createStringError(
+        llvm::formatv("--heads={0}:{1}: Hq must be a multiple of Hkv",
+                      spec.queryHeads, spec.kvHeads)
+            .str());
   auto dim = [](int64_t size) {
     return size > 0 ? std::to_string(size) : std::string("?");
   };
@@ -47,8 +67,9 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
   std::string oType =
       llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hq, m, dv, t);
   std::string lseType = llvm::formatv("tensor<{0}x{1}x{2}xf32>", b, hq, m);
-  if (spec.scale < 0)
-    return llvm::createStringError("the scale must be positive");
+  if (!std::isfinite(spec.scale) || spec.scale < 0)
+    return llvm::createStringError(
+        "--scale must be a finite positive number (or 0 for 1/sqrt(D))");
 
   std::string captures, maskBody, scoreBody;
   llvm::StringRef param;
@@ -58,12 +79,12 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
     int64_t window;
     if (param.getAsInteger(10, window) || window <= 0)
       return llvm::createStringError("--mask=sliding-window:W needs W > 0");
-    // Causal within a window of W keys: q - W < kv <= q.
+    // FlexAttention's sliding window: kv <= q and q - kv <= W.
     maskBody = llvm::formatv(R"(
         %w = arith.constant {0} : index
         %causal = arith.cmpi uge, %q, %kv : index
         %d = arith.subi %q, %kv : index
-        %near = arith.cmpi ult, %d, %w : index
+        %near = arith.cmpi ule, %d, %w : index
         %keep = arith.andi %causal, %near : i1
         attn.yield %keep : i1)",
                              window);
@@ -81,10 +102,10 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
     int64_t prefix;
     if (param.getAsInteger(10, prefix) || prefix < 0)
       return llvm::createStringError("--mask=prefix:P needs P >= 0");
-    // Prefix LM: the first P keys are visible to all, the rest causally.
+    // FlexAttention's prefix LM: kv <= P, or kv <= q.
     maskBody = llvm::formatv(R"(
         %p = arith.constant {0} : index
-        %inPrefix = arith.cmpi ult, %kv, %p : index
+        %inPrefix = arith.cmpi ule, %kv, %p : index
         %causal = arith.cmpi uge, %q, %kv : index
         %keep = arith.ori %inPrefix, %causal : i1
         attn.yield %keep : i1)",
@@ -97,21 +118,23 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
 
   if (scoreMod == "none") {
   } else if (scoreMod == "alibi") {
-    // ALiBi: score + slope[h] * (kv - q), per-head slopes captured.
+    // FlexAttention's ALiBi: score + slope[h] * (q - kv), per-head slopes
+    // captured (the notebook's are 2^(-8 (h + 1) / H)).
     captures += ", %slopes: tensor<?xf32>";
     scoreBody = R"(
         %slope = tensor.extract %slopes[%h] : tensor<?xf32>
         %qi = arith.index_cast %q : index to i64
         %ki = arith.index_cast %kv : index to i64
-        %d = arith.subi %ki, %qi : i64
+        %d = arith.subi %qi, %ki : i64
         %df = arith.sitofp %d : i64 to f32
         %bias = arith.mulf %slope, %df : f32
         %r = arith.addf %s, %bias : f32
         attn.yield %r : f32)";
   } else if (splitParam(scoreMod, "softcap", param)) {
     double cap;
-    if (param.getAsDouble(cap) || !(cap > 0))
-      return llvm::createStringError("--score-mod=softcap:C needs C > 0");
+    if (param.getAsDouble(cap) || !(cap > 0) || !std::isfinite(cap))
+      return llvm::createStringError(
+          "--score-mod=softcap:C needs a finite C > 0");
     // Gemma 2's soft-capping: C * tanh(score / C).
     scoreBody = llvm::formatv(R"(
         %c = arith.constant {0:e} : f32
@@ -130,17 +153,17 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
         %r = arith.addf %s, %df : f32
         attn.yield %r : f32)";
   } else if (scoreMod == "checkerboard") {
-    // Checkerboard: halve scores where q - kv is odd, double where even.
+    // FlexAttention's checkerboard: halve scores where |q - kv| is odd,
+    // keep them where it is even (q - kv wraps, which keeps its parity).
     scoreBody = R"(
         %d = arith.subi %q, %kv : index
         %c2 = arith.constant 2 : index
         %r2 = arith.remui %d, %c2 : index
         %c0 = arith.constant 0 : index
         %even = arith.cmpi eq, %r2, %c0 : index
-        %two = arith.constant 2.0 : f32
         %half = arith.constant 0.5 : f32
-        %f = arith.select %even, %two, %half : f32
-        %r = arith.mulf %s, %f : f32
+        %halved = arith.mulf %s, %half : f32
+        %r = arith.select %even, %s, %halved : f32
         attn.yield %r : f32)";
   } else {
     return llvm::createStringError(

@@ -25,19 +25,25 @@ LogicalResult mlir::attn::buildCpuPipeline(
       options.until, errorHandler);
   if (failed(stop))
     return failure();
-  if (options.qTile <= 0 || options.kvTile <= 0 || options.rowTile <= 0)
+  if (options.qTile <= 0 || options.kvTile <= 0 || options.rowTile <= 0 ||
+      options.qTile > kMaxTile || options.kvTile > kMaxTile ||
+      options.rowTile > kMaxTile)
     return errorHandler("attn-lower-to-cpu: q-tile, kv-tile and row-tile "
-                        "must be positive");
+                        "must be positive and at most " +
+                        llvm::Twine(kMaxTile));
 
   const std::string stages[] = {
-      llvm::formatv("attn-tile-attention{{q-tile={0}},canonicalize",
+      llvm::formatv("attn-record-shape-contract,"
+                    "attn-tile-attention{{q-tile={0}},canonicalize",
                     options.qTile.getValue()),
       llvm::formatv(
-          "attn-decompose-merge-splits,attn-decompose-attention{{kv-tile={0}},"
+          "attn-decompose-merge-splits,attn-decompose-attention{{kv-tile={0} "
+          "bounds-checks={2}},"
           "attn-decompose-softmax{{row-tile={1}},"
           "attn-decompose-online-softmax,canonicalize,cse,"
           "attn-check-decomposed",
-          options.kvTile.getValue(), options.rowTile.getValue()),
+          options.kvTile.getValue(), options.rowTile.getValue(),
+          options.boundsChecks.getValue()),
       // Loop-carried softmax statistics are updated out of place; allowing
       // fresh buffers to be yielded from loops keeps that legal.
       "one-shot-bufferize{bufferize-function-boundaries "

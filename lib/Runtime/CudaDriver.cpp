@@ -2,6 +2,7 @@
 
 #include "AttnRuntime/CudaDriver.h"
 
+#include <algorithm>
 #include <dlfcn.h>
 
 using namespace attn_runtime;
@@ -154,8 +155,16 @@ bool CudaDriver::reserveSharedMemory(void *function, int64_t bytes,
   if (!check(api->cuFuncGetAttribute(&staticBytes, 1, function),
              "cuFuncGetAttribute(SHARED_SIZE_BYTES)", error))
     return false;
-  if (bytes < 0 || staticBytes + bytes > maxSharedBytes) {
-    error = "the kernel needs " + std::to_string(staticBytes + bytes) +
+  if (bytes < 0) {
+    error = "the kernel asks for " + std::to_string(bytes) +
+            " bytes of dynamic shared memory";
+    return false;
+  }
+  // Compared without adding, which could overflow for a huge `bytes`.
+  if (bytes > maxSharedBytes - staticBytes) {
+    error = "the kernel needs " +
+            (staticBytes ? std::to_string(staticBytes) + " + " : "") +
+            std::to_string(bytes) +
             " bytes of shared memory per block; this GPU (" + chip_ +
             ") gives at most " + std::to_string(maxSharedBytes) +
             " (compile with smaller tiles)";
@@ -172,8 +181,15 @@ bool CudaDriver::reserveSharedMemory(void *function, int64_t bytes,
 bool CudaDriver::launch(void *function, const int64_t grid[3],
                         const int64_t block[3], int64_t sharedBytes,
                         const std::vector<Param> &params, std::string &error) {
+  // cuLaunchKernel takes unsigned sizes: larger ones must not wrap around.
+  if (sharedBytes < 0 || sharedBytes > 0x7fffffff) {
+    error = "invalid launch: " + std::to_string(sharedBytes) +
+            " bytes of dynamic shared memory";
+    return false;
+  }
   for (int d = 0; d < 3; ++d)
-    if (grid[d] < 0 || block[d] <= 0 || grid[d] > 0x7fffffff) {
+    if (grid[d] < 0 || block[d] <= 0 || grid[d] > 0x7fffffff ||
+        block[d] > 0x7fffffff) {
       error = "invalid launch size: grid dim " + std::to_string(d) + " = " +
               std::to_string(grid[d]) +
               ", block dim = " + std::to_string(block[d]);
@@ -254,6 +270,41 @@ bool CudaDriver::prepare(const Launch &launch, void *kernel,
                        error, &environment) &&
          reserveSharedMemory(kernel, prepared.sharedBytes, error) &&
          launch.params(args, prepared.params, error, &environment);
+}
+
+bool CudaDriver::prepare(const Function &function,
+                         const std::vector<void *> &kernels,
+                         const std::vector<Argument> &args,
+                         std::vector<PreparedLaunch> &prepared,
+                         std::string &error) {
+  if (kernels.size() != function.launches.size()) {
+    error = "@" + function.name + " has " +
+            std::to_string(function.launches.size()) + " launches, but " +
+            std::to_string(kernels.size()) + " kernels were given";
+    return false;
+  }
+  std::vector<std::vector<int64_t>> shapes;
+  for (const Argument &arg : args)
+    shapes.push_back(arg.shape);
+  error = function.checkArguments(shapes);
+  if (!error.empty())
+    return false;
+  Environment environment;
+  environment.smCount = smCount_;
+  int64_t workspaceBytes = 0;
+  for (const Launch &launch : function.launches) {
+    int64_t bytes = 0;
+    if (!evaluateIndex(launch.workspaceBytes, args, bytes, error, &environment))
+      return false;
+    workspaceBytes = std::max(workspaceBytes, bytes);
+  }
+  if (!reserveWorkspace(workspaceBytes, error))
+    return false;
+  prepared.assign(kernels.size(), PreparedLaunch());
+  for (size_t i = 0; i < kernels.size(); ++i)
+    if (!prepare(function.launches[i], kernels[i], args, prepared[i], error))
+      return false;
+  return true;
 }
 
 bool CudaDriver::synchronize(std::string &error) {

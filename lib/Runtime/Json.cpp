@@ -19,8 +19,9 @@ public:
   explicit Parser(const std::string &text) : text(text) {}
 
   bool parse(JsonValue &value, std::string &error) {
-    if (!parseValue(value) || (skipSpace(), pos != text.size())) {
-      error = "invalid JSON at byte " + std::to_string(pos);
+    if (!parseValue(value, 0) || (skipSpace(), pos != text.size())) {
+      error =
+          limit.empty() ? "invalid JSON at byte " + std::to_string(pos) : limit;
       return false;
     }
     return true;
@@ -80,8 +81,15 @@ private:
         // Bundles are ASCII; keep code points below 0x80, reject the rest.
         if (pos + 4 > text.size())
           return false;
-        long code = std::strtol(text.substr(pos, 4).c_str(), nullptr, 16);
-        pos += 4;
+        int code = 0;
+        for (int i = 0; i < 4; ++i) {
+          char h = text[pos++];
+          if (!std::isxdigit(static_cast<unsigned char>(h)))
+            return false;
+          code = code * 16 + (std::isdigit(static_cast<unsigned char>(h))
+                                  ? h - '0'
+                                  : std::tolower(h) - 'a' + 10);
+        }
         if (code >= 0x80)
           return false;
         out += static_cast<char>(code);
@@ -94,9 +102,25 @@ private:
     return consume('"');
   }
 
-  bool parseValue(JsonValue &value) {
+  /// Sets `limit` (and fails) when the value at `pos`, `depth` arrays and
+  /// objects deep, is past a limit.
+  bool withinLimits(int depth) {
+    char c = text[pos];
+    if ((c == '[' || c == '{') && depth >= kMaxJsonDepth)
+      limit = "JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+              " levels at byte " + std::to_string(pos);
+    else if (++values > kMaxJsonValues)
+      limit = "JSON has more than " + std::to_string(kMaxJsonValues) +
+              " values (at byte " + std::to_string(pos) + ")";
+    return limit.empty();
+  }
+
+  /// `depth`: the arrays and objects around the value.
+  bool parseValue(JsonValue &value, int depth) {
+    // A repeated key parses into the same value again: start afresh.
+    value = JsonValue();
     skipSpace();
-    if (pos >= text.size())
+    if (pos >= text.size() || !withinLimits(depth))
       return false;
     char c = text[pos];
     if (c == '{') {
@@ -108,7 +132,7 @@ private:
         std::string key;
         skipSpace();
         if (!parseString(key) || !consume(':') ||
-            !parseValue(value.object[key]))
+            !parseValue(value.object[key], depth + 1))
           return false;
       } while (consume(','));
       return consume('}');
@@ -120,7 +144,7 @@ private:
         return true;
       do {
         value.array.emplace_back();
-        if (!parseValue(value.array.back()))
+        if (!parseValue(value.array.back(), depth + 1))
           return false;
       } while (consume(','));
       return consume(']');
@@ -152,6 +176,9 @@ private:
 
   const std::string &text;
   size_t pos = 0;
+  int64_t values = 0;
+  /// Why parsing stopped, when a limit stopped it.
+  std::string limit;
 };
 
 } // namespace

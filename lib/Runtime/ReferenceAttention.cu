@@ -8,8 +8,8 @@
 // Inputs are [B, Hq, M, D] / [B, Hkv, N, D] / [B, Hkv, N, Dv] row-major in
 // f32, f16 or bf16 (dtype 0, 1, 2); D, Dv <= 256. Outputs are the float64
 // output [B, Hq, M, Dv] and natural-log logsumexp [B, Hq, M]. Masks: causal
-// keeps kv <= q; a window W > 0 keeps kv <= q and q - kv < W (attn-run's
-// causal sliding window).
+// keeps kv <= q; a window W > 0 keeps kv <= q and q - kv <= W
+// (FlexAttention's sliding window, as attn-run builds it).
 
 #include <cuda_fp16.h>
 
@@ -46,7 +46,7 @@ extern "C" __global__ void attn_reference_attention(
   long long kBase = (b * hkv + kvHead) * n * d;
   long long vBase = (b * hkv + kvHead) * n * dv;
   long long end = causal || window > 0 ? min(n, i + 1) : n;
-  long long start = window > 0 ? max(0LL, i - window + 1) : 0;
+  long long start = window > 0 ? max(0LL, i - window) : 0;
 
   double qRow[kMaxColumnsPerLane];
   for (int c = 0; c < kMaxColumnsPerLane; ++c)

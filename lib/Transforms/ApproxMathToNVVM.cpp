@@ -60,6 +60,59 @@ template <typename MathOp> struct ApproxF32 : OpRewritePattern<MathOp> {
   Builder build;
 };
 
+/// Rewrites an exact math op on scalars to its LLVM intrinsic.
+template <typename MathOp> struct ExactToLLVM : OpRewritePattern<MathOp> {
+  using OpRewritePattern<MathOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MathOp op,
+                                PatternRewriter &rewriter) const override {
+    Type type = op.getType();
+    if (!type.isIntOrFloat())
+      return rewriter.notifyMatchFailure(op, "only scalars");
+    if constexpr (std::is_same_v<MathOp, math::AbsIOp>) {
+      // |INT_MIN| is INT_MIN, as on the CPU (not poison).
+      rewriter.replaceOpWithNewOp<LLVM::AbsOp>(op, type, op.getOperand(),
+                                               /*is_int_min_poison=*/false);
+      return success();
+    }
+    // convert-gpu-to-nvvm refuses llvm.intr.fabs / sqrt (it wants
+    // libdevice), so f32 goes to the exact PTX instructions directly.
+    if (!type.isF32())
+      return rewriter.notifyMatchFailure(op, "only f32 has a PTX form here");
+    StringRef ptx = std::is_same_v<MathOp, math::AbsFOp>
+                        ? "abs.f32 $0, $1;"
+                        : "sqrt.rn.f32 $0, $1;";
+    rewriter.replaceOp(op, NVVM::InlinePtxOp::create(
+                               rewriter, op.getLoc(), TypeRange{type},
+                               ValueRange{op.getOperand()}, ValueRange{}, ptx,
+                               /*predicate=*/Value())
+                               .getResult(0));
+    return success();
+  }
+};
+
+/// f32 maxnumf / minnumf (the non-NaN operand wins) to PTX max.f32 /
+/// min.f32, which have those semantics; convert-gpu-to-nvvm would call
+/// libdevice's fmaxf / fminf.
+template <typename ArithOp> struct NumberMaxMinToPtx : OpRewritePattern<ArithOp> {
+  using OpRewritePattern<ArithOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ArithOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getType().isF32())
+      return rewriter.notifyMatchFailure(op, "only f32 scalars");
+    StringRef ptx = std::is_same_v<ArithOp, arith::MaxNumFOp>
+                        ? "max.f32 $0, $1, $2;"
+                        : "min.f32 $0, $1, $2;";
+    rewriter.replaceOp(op, NVVM::InlinePtxOp::create(
+                               rewriter, op.getLoc(), TypeRange{op.getType()},
+                               ValueRange{op.getLhs(), op.getRhs()},
+                               ValueRange{}, ptx, /*predicate=*/Value())
+                               .getResult(0));
+    return success();
+  }
+};
+
 struct ApproxMathToNVVMPass
     : attn::impl::ApproxMathToNVVMBase<ApproxMathToNVVMPass> {
   void runOnOperation() override {
@@ -85,6 +138,11 @@ struct ApproxMathToNVVMPass
         });
     // fma is exact either way; lowered here so no libdevice call remains.
     patterns.add<ApproxF32<math::FmaOp>>(ctx, nullptr);
+    // Exact ops that convert-gpu-to-nvvm leaves alone (absi) or sends to
+    // libdevice (sqrt, absf): LLVM intrinsics that NVPTX selects directly.
+    patterns.add<ExactToLLVM<math::AbsIOp>, ExactToLLVM<math::AbsFOp>,
+                 ExactToLLVM<math::SqrtOp>, NumberMaxMinToPtx<arith::MaxNumFOp>,
+                 NumberMaxMinToPtx<arith::MinNumFOp>>(ctx);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };

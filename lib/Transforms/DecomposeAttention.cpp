@@ -11,9 +11,13 @@
 #include "ArithUtils.h"
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/Passes.h"
+#include "GpuTileSizes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -41,12 +45,37 @@ SmallVector<AffineMap> mapsOf(MLIRContext *ctx,
   return AffineMap::inferFromExprList(exprs, ctx);
 }
 
+/// How regions are checked: not at all, by calling the host's
+/// attnReportRegionError (the CPU runner defines it and turns a report into
+/// an error after the call), or by printing and trapping (in GPU kernels).
+enum class RegionChecks { None, HostReport, DeviceTrap };
+
+/// What a report says went wrong; the numbers are the first argument of
+/// attnReportRegionError.
+enum class RegionError : int64_t {
+  ReadOutOfBounds = 1,
+  DivisionByZero = 2,
+  DivisionOverflow = 3
+};
+
+/// The kinds of integer division a region may use.
+bool isIntegerDivision(Operation *op) {
+  return isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
+             arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(op);
+}
+bool isSignedDivision(Operation *op) {
+  return isa<arith::DivSIOp, arith::RemSIOp, arith::CeilDivSIOp,
+             arith::FloorDivSIOp>(op);
+}
+
 /// Builds the loop nest of one attn.attention. Holds the builder state that
 /// every helper needs.
 class FlashBuilder {
 public:
-  FlashBuilder(OpBuilder &b, AttentionOp op, int64_t kvTile)
-      : b(b), loc(op.getLoc()), op(op), kvTile(kvTile), f32(b.getF32Type()) {}
+  FlashBuilder(OpBuilder &b, AttentionOp op, int64_t kvTile,
+               RegionChecks checks)
+      : b(b), loc(op.getLoc()), op(op), kvTile(kvTile), checks(checks),
+        f32(b.getF32Type()) {}
 
   /// Returns the op's results, computed by the loop nest.
   SmallVector<Value> build();
@@ -85,11 +114,22 @@ private:
                bool applyCausal);
   Value inlineRegion(OpBuilder &builder, Location l, Region &region,
                      ValueRange args);
+  /// A region's read of a captured tensor, or its integer division, with
+  /// a check that reports a violation and yields a harmless value instead.
+  void guardedExtract(OpBuilder &builder, tensor::ExtractOp extract,
+                      IRMapping &mapping, int64_t region);
+  void guardedDivision(OpBuilder &builder, Operation *division,
+                       IRMapping &mapping, int64_t region);
+  /// Emits the report of a failed check (see RegionError).
+  void report(OpBuilder &builder, Location l, RegionError error,
+              int64_t region, Value operand, Value dim, Value index,
+              Value size);
 
   OpBuilder &b;
   Location loc;
   AttentionOp op;
   int64_t kvTile;
+  RegionChecks checks;
   Type f32;
   // Whole-problem offsets of the op's tile, and its row count.
   Value offB, offH, offQ, offKV, rows;
@@ -119,10 +159,181 @@ Value FlashBuilder::inlineRegion(OpBuilder &builder, Location l, Region &region,
   IRMapping mapping;
   Block &block = region.front();
   mapping.map(block.getArguments(), args);
-  for (Operation &nested : block.without_terminator())
-    builder.clone(nested, mapping);
+  int64_t regionId = &region == &op.getScoreMod() ? 0 : 1;
+  for (Operation &nested : block.without_terminator()) {
+    auto extract = dyn_cast<tensor::ExtractOp>(nested);
+    if (checks != RegionChecks::None && extract &&
+        !region.isAncestor(extract.getTensor().getParentRegion()))
+      guardedExtract(builder, extract, mapping, regionId);
+    else if (checks != RegionChecks::None && isIntegerDivision(&nested) &&
+             nested.getResult(0).getType().isIntOrIndex())
+      guardedDivision(builder, &nested, mapping, regionId);
+    else
+      builder.clone(nested, mapping);
+  }
   return mapping.lookupOrDefault(
       cast<YieldOp>(block.getTerminator()).getValues()[0]);
+}
+
+void FlashBuilder::report(OpBuilder &builder, Location l, RegionError error,
+                          int64_t region, Value operand, Value dim,
+                          Value index, Value size) {
+  auto i64 = builder.getI64Type();
+  auto toI64 = [&](Value v) -> Value {
+    if (v.getType() == i64)
+      return v;
+    if (v.getType().isIndex())
+      return arith::IndexCastOp::create(builder, l, i64, v);
+    return arith::ExtSIOp::create(builder, l, i64, v);
+  };
+  Value values[] = {
+      arith::ConstantIntOp::create(builder, l, i64,
+                                   static_cast<int64_t>(error)),
+      arith::ConstantIntOp::create(builder, l, i64, region), toI64(operand),
+      toI64(dim), toI64(index), toI64(size)};
+  if (checks == RegionChecks::HostReport) {
+    func::CallOp::create(builder, l, kRegionErrorFunction, TypeRange{},
+                         values);
+    return;
+  }
+  gpu::PrintfOp::create(
+      builder, l,
+      "attn: region error %lld in region %lld: argument %lld dim %lld, "
+      "index %lld, size %lld\n",
+      values);
+  LLVM::Trap::create(builder, l);
+}
+
+/// The function argument number of a captured value, or -1.
+static Value capturedArgument(OpBuilder &builder, Location l, Value value) {
+  int64_t number = -1;
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    if (isa_and_nonnull<func::FuncOp>(arg.getOwner()->getParentOp()))
+      number = arg.getArgNumber();
+  return arith::ConstantIntOp::create(builder, l, builder.getI64Type(),
+                                      number);
+}
+
+void FlashBuilder::guardedExtract(OpBuilder &builder, tensor::ExtractOp extract,
+                                  IRMapping &mapping, int64_t region) {
+  Location l = extract.getLoc();
+  Value tensor = mapping.lookupOrDefault(extract.getTensor());
+  // The first dim out of range, with its index and size, for the report.
+  Value inBounds, badDim, badIndex, badSize;
+  for (auto [dim, original] : llvm::enumerate(extract.getIndices())) {
+    Value index = mapping.lookupOrDefault(original);
+    Value size = tensor::DimOp::create(builder, l, tensor, dim);
+    Value ok = arith::CmpIOp::create(builder, l, arith::CmpIPredicate::ult,
+                                     index, size);
+    Value dimValue = arith::ConstantIndexOp::create(builder, l, dim);
+    if (!inBounds) {
+      inBounds = ok;
+      badDim = dimValue;
+      badIndex = index;
+      badSize = size;
+      continue;
+    }
+    // Keep the earlier dim when it is already out of range.
+    Value takeThis = arith::AndIOp::create(builder, l, inBounds,
+                                           arith::XOrIOp::create(
+                                               builder, l, ok,
+                                               arith::ConstantIntOp::create(
+                                                   builder, l, 1, 1)));
+    badDim = arith::SelectOp::create(builder, l, takeThis, dimValue, badDim);
+    badIndex = arith::SelectOp::create(builder, l, takeThis, index, badIndex);
+    badSize = arith::SelectOp::create(builder, l, takeThis, size, badSize);
+    inBounds = arith::AndIOp::create(builder, l, inBounds, ok);
+  }
+  Type type = extract.getType();
+  auto guard = scf::IfOp::create(
+      builder, l, inBounds,
+      [&](OpBuilder &nb, Location nl) {
+        scf::YieldOp::create(nb, nl, nb.clone(*extract, mapping)->getResults());
+      },
+      [&](OpBuilder &nb, Location nl) {
+        report(nb, nl, RegionError::ReadOutOfBounds, region,
+               capturedArgument(nb, nl, extract.getTensor()), badDim,
+               badIndex, badSize);
+        scf::YieldOp::create(
+            nb, nl,
+            arith::ConstantOp::create(nb, nl, nb.getZeroAttr(type))
+                .getResult());
+      });
+  mapping.map(extract.getResult(), guard.getResult(0));
+}
+
+void FlashBuilder::guardedDivision(OpBuilder &builder, Operation *division,
+                                   IRMapping &mapping, int64_t region) {
+  Location l = division->getLoc();
+  Value lhs = mapping.lookupOrDefault(division->getOperand(0));
+  Value rhs = mapping.lookupOrDefault(division->getOperand(1));
+  Type type = rhs.getType();
+  auto constant = [&](const APInt &value) -> Value {
+    if (type.isIndex())
+      return arith::ConstantIndexOp::create(builder, l, value.getSExtValue());
+    return arith::ConstantOp::create(builder, l,
+                                     builder.getIntegerAttr(type, value));
+  };
+  unsigned width = type.isIndex() ? 64 : type.getIntOrFloatBitWidth();
+  Value zero = constant(APInt(width, 0));
+  Value byZero =
+      arith::CmpIOp::create(builder, l, arith::CmpIPredicate::eq, rhs, zero);
+  Value bad = byZero;
+  if (isSignedDivision(division)) {
+    // INT_MIN / -1 overflows (and traps on x86).
+    Value overflow = arith::AndIOp::create(
+        builder, l,
+        arith::CmpIOp::create(builder, l, arith::CmpIPredicate::eq, lhs,
+                              constant(APInt::getSignedMinValue(width))),
+        arith::CmpIOp::create(builder, l, arith::CmpIPredicate::eq, rhs,
+                              constant(APInt::getAllOnes(width))));
+    bad = arith::OrIOp::create(builder, l, byZero, overflow);
+  }
+  scf::IfOp::create(builder, l, bad, [&](OpBuilder &nb, Location nl) {
+    Value kind = arith::SelectOp::create(
+        nb, nl, byZero,
+        arith::ConstantIntOp::create(
+            nb, nl, nb.getI64Type(),
+            static_cast<int64_t>(RegionError::DivisionByZero)),
+        arith::ConstantIntOp::create(
+            nb, nl, nb.getI64Type(),
+            static_cast<int64_t>(RegionError::DivisionOverflow)));
+    Value none = arith::ConstantIntOp::create(nb, nl, nb.getI64Type(), -1);
+    // The kind is dynamic here, so report() is spelled out for it.
+    auto i64 = nb.getI64Type();
+    auto toI64 = [&](Value v) -> Value {
+      if (v.getType() == i64)
+        return v;
+      if (v.getType().isIndex())
+        return arith::IndexCastOp::create(nb, nl, i64, v);
+      if (v.getType().getIntOrFloatBitWidth() > 64)
+        return arith::TruncIOp::create(nb, nl, i64, v);
+      return arith::ExtSIOp::create(nb, nl, i64, v);
+    };
+    Value values[] = {kind,
+                      arith::ConstantIntOp::create(nb, nl, i64, region),
+                      none,
+                      none,
+                      toI64(lhs),
+                      toI64(rhs)};
+    if (checks == RegionChecks::HostReport) {
+      func::CallOp::create(nb, nl, kRegionErrorFunction, TypeRange{}, values);
+    } else {
+      gpu::PrintfOp::create(nb, nl,
+                            "attn: region error %lld in region %lld: "
+                            "argument %lld dim %lld, %lld divided by %lld\n",
+                            values);
+      LLVM::Trap::create(nb, nl);
+    }
+    scf::YieldOp::create(nb, nl);
+  });
+  // Divide by 1 instead: the result is never used once reported.
+  Value safeRhs = arith::SelectOp::create(builder, l, bad,
+                                          constant(APInt(width, 1)), rhs);
+  IRMapping divisionMapping = mapping;
+  divisionMapping.map(division->getOperand(1), safeRhs);
+  Operation *safe = builder.clone(*division, divisionMapping);
+  mapping.map(division->getResult(0), safe->getResult(0));
 }
 
 Value FlashBuilder::scores(Value q, Value k, Value kvStart, const Position &pos,
@@ -349,7 +560,10 @@ SmallVector<Value> FlashBuilder::build() {
   rows = dim(op.getQuery(), 2);
 
   Value batches = dim(op.getQuery(), 0), heads = dim(op.getQuery(), 1);
-  Value group = arith::DivUIOp::create(b, loc, heads, dim(op.getKey(), 1));
+  // max(Hkv, 1): no kernel divides by zero, even for empty shapes.
+  Value group = arith::DivUIOp::create(
+      b, loc, heads,
+      arith::MaxUIOp::create(b, loc, dim(op.getKey(), 1), index(1)));
   Value n = dim(op.getKey(), 2);
   Value zero = index(0), one = index(1);
   int64_t dv = op.getValueHeadDim();
@@ -413,19 +627,66 @@ SmallVector<Value> FlashBuilder::build() {
   return SmallVector<Value>(batchLoop.getResults());
 }
 
+/// Whether `op` will run in a GPU kernel: inside a loop mapped to GPU
+/// blocks or threads, or a GPU launch or function.
+bool inGpuKernel(Operation *op) {
+  for (Operation *parent = op->getParentOp(); parent;
+       parent = parent->getParentOp()) {
+    if (isa<gpu::LaunchOp, gpu::GPUFuncOp>(parent))
+      return true;
+    if (auto forall = dyn_cast<scf::ForallOp>(parent))
+      if (std::optional<ArrayAttr> mapping = forall.getMapping())
+        if (llvm::any_of(*mapping, [](Attribute attr) {
+              return isa<gpu::GPUBlockMappingAttr, gpu::GPUThreadMappingAttr>(
+                  attr);
+            }))
+          return true;
+  }
+  return false;
+}
+
 struct AttentionToFlashLoop : OpRewritePattern<AttentionOp> {
-  AttentionToFlashLoop(MLIRContext *ctx, int64_t kvTile)
-      : OpRewritePattern(ctx), kvTile(kvTile) {}
+  AttentionToFlashLoop(MLIRContext *ctx, int64_t kvTile, bool boundsChecks)
+      : OpRewritePattern(ctx), kvTile(kvTile), boundsChecks(boundsChecks) {}
 
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    FlashBuilder builder(rewriter, op, kvTile);
+    RegionChecks checks = !boundsChecks       ? RegionChecks::None
+                          : inGpuKernel(op) ? RegionChecks::DeviceTrap
+                                            : RegionChecks::HostReport;
+    int64_t opKvTile = kvTile;
+    if (auto chosen = op->getAttrOfType<IntegerAttr>(kKvTileAttrName))
+      opKvTile = chosen.getInt();
+    if (opKvTile <= 0)
+      return op.emitOpError() << "has " << kKvTileAttrName << " " << opKvTile
+                              << "; it must be positive";
+    FlashBuilder builder(rewriter, op, opKvTile, checks);
     rewriter.replaceOp(op, builder.build());
     return success();
   }
 
   int64_t kvTile;
+  bool boundsChecks;
 };
+
+/// Declares attnReportRegionError in the module of `op`, once.
+LogicalResult declareRegionErrorFunction(Operation *op) {
+  auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op)
+                                  : op->getParentOfType<ModuleOp>();
+  if (!module)
+    return op->emitError() << "attn-decompose-attention: bounds-checks needs "
+                              "a module to declare "
+                           << kRegionErrorFunction << " in";
+  if (module.lookupSymbol(kRegionErrorFunction))
+    return success();
+  OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
+  Type i64 = builder.getI64Type();
+  auto decl = func::FuncOp::create(
+      builder, module.getLoc(), kRegionErrorFunction,
+      builder.getFunctionType(SmallVector<Type>(6, i64), {}));
+  decl.setPrivate();
+  return success();
+}
 
 struct DecomposeAttentionPass
     : attn::impl::DecomposeAttentionBase<DecomposeAttentionPass> {
@@ -438,8 +699,16 @@ struct DecomposeAttentionPass
           << static_cast<int64_t>(kvTile);
       return signalPassFailure();
     }
+    if (boundsChecks) {
+      bool onHost = false;
+      getOperation()->walk([&](AttentionOp op) {
+        onHost |= (op.hasScoreMod() || op.hasMaskMod()) && !inGpuKernel(op);
+      });
+      if (onHost && failed(declareRegionErrorFunction(getOperation())))
+        return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
-    patterns.add<AttentionToFlashLoop>(&getContext(), kvTile);
+    patterns.add<AttentionToFlashLoop>(&getContext(), kvTile, boundsChecks);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };

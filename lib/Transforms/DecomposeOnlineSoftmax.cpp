@@ -2,13 +2,16 @@
 //
 // Lowers one online-softmax step to four linalg.generic ops on tensors:
 //   1. a row reduction: the tile's rowmax(scale * S);
-//   2. a row map: new_max (over the old max), correction, the exp2 bias of
-//      each row, and the rescaled sum;
+//   2. a row map: new_max (over the old max), correction, the max to
+//      subtract from each row, and the rescaled sum;
 //   3. an elementwise map fused with a row reduction: probs and their sum;
 //   4. a row map: new_sum = sum * correction + the tile's sum (over the old
 //      sum).
-// Every exponential is exp2 with log2(e) folded into the scale, so an element
-// costs one fma and one exp2 (what FlashAttention and Triton do).
+// Every exponential is exp2((scale * s - max) * log2(e)): the difference is
+// taken before the multiplication by log2(e), so the row's max gives exactly
+// 1 and the sum and every consumer of the probs see the same argument.
+// Folding log2(e) into one fma with a rounded -max * log2(e) would lose
+// precision as |s| grows (the rounding of the product does not cancel).
 //
 //===----------------------------------------------------------------------===//
 
@@ -93,7 +96,7 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
 
     // 2. Per row: new_max = max(max, tile max), into the old max;
     //    correction = exp2((max - new_max) * log2e), 1 when new_max is -inf;
-    //    bias = -new_max * log2e (0 when -inf); sum * correction.
+    //    the max to subtract (0 when -inf); sum * correction.
     auto rowStats = linalg::GenericOp::create(
         rewriter, loc, TypeRange{rowType, rowType, rowType, rowType},
         ValueRange{max, tileMax.getResult(0), sum},
@@ -114,18 +117,16 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
               b, l, arith::MulFOp::create(b, l, delta, log2e));
           correction = arith::SelectOp::create(
               b, l, maxIsNegInf, f32Constant(b, l, 1.0), correction);
-          Value bias = arith::NegFOp::create(
-              b, l, arith::MulFOp::create(b, l, safeMax, log2e));
           Value scaledSum = arith::MulFOp::create(b, l, oldSum, correction);
           linalg::YieldOp::create(
-              b, l, ValueRange{nextMax, correction, bias, scaledSum});
+              b, l, ValueRange{nextMax, correction, safeMax, scaledSum});
         });
     Value newMax = rowStats.getResult(0);
-    Value correction = rowStats.getResult(1), bias = rowStats.getResult(2),
+    Value correction = rowStats.getResult(1), rowMax = rowStats.getResult(2),
           scaledSum = rowStats.getResult(3);
 
-    // 3. probs = exp2(S * (scale * log2e) + bias) and their row sum, in the
-    //    same pass over the tile. The tile's sum starts from 0 and joins the
+    // 3. probs = exp2((scale * S - max) * log2e) and their row sum, in the
+    //    same pass over the tile; scale * S is rounded as in step 1. The tile's sum starts from 0 and joins the
     //    running sum afterwards: a blocked sum, whose rounding error grows
     //    with the tile and the number of tiles, not with the whole row.
     Value emptyProbs = tensor::EmptyOp::create(
@@ -133,13 +134,20 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
         rewriter.getF32Type());
     Value zeroRow = filledRow(0.0);
     auto probs = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{scoresType, rowType}, ValueRange{scores, bias},
+        rewriter, loc, TypeRange{scoresType, rowType},
+        ValueRange{scores, rowMax},
         ValueRange{emptyProbs, zeroRow},
         ArrayRef<AffineMap>{elementMap, rowMap, elementMap, rowMap},
         rowReduction, [&](OpBuilder &b, Location l, ValueRange args) {
-          Value c = f32Constant(b, l, scale * kLog2E);
+          Value scaled = args[0];
+          if (scale != 1.0)
+            scaled = arith::MulFOp::create(b, l, scaled,
+                                           f32Constant(b, l, scale));
           Value p = math::Exp2Op::create(
-              b, l, math::FmaOp::create(b, l, args[0], c, args[1]));
+              b, l,
+              arith::MulFOp::create(
+                  b, l, arith::SubFOp::create(b, l, scaled, args[1]),
+                  f32Constant(b, l, kLog2E)));
           Value s = arith::AddFOp::create(b, l, args[3], p);
           linalg::YieldOp::create(b, l, ValueRange{p, s});
         });

@@ -13,6 +13,9 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_MAPFORALLTOGPU
@@ -52,10 +55,6 @@ void inlineBody(RewriterBase &rewriter, scf::ForallOp forall,
   rewriter.inlineBlockBefore(body, point, ivs);
 }
 
-/// The largest shared memory a block can have on the GPUs we target
-/// (sm_90: 227 KiB with the opt-in).
-constexpr int64_t kMaxSharedMemoryBytes = 232448;
-
 bool isWorkgroup(MemRefType type) {
   auto space = dyn_cast_or_null<gpu::AddressSpaceAttr>(type.getMemorySpace());
   return space && space.getValue() == gpu::AddressSpace::Workgroup;
@@ -72,10 +71,19 @@ int64_t assignSharedOffsets(Block &block, int64_t base,
   for (Operation &op : block) {
     if (auto alloc = dyn_cast<memref::AllocOp>(op);
         alloc && isWorkgroup(alloc.getType())) {
+      // Saturating arithmetic: absurd tile options must give a number above
+      // the limit, not one that wrapped below it.
       MemRefType type = alloc.getType();
       int64_t offset = llvm::alignTo(top, 16);
       offsets[alloc] = offset;
-      top = offset + type.getNumElements() * type.getElementTypeBitWidth() / 8;
+      uint64_t bytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+      for (int64_t size : type.getShape())
+        bytes = llvm::SaturatingMultiply(
+            bytes, static_cast<uint64_t>(std::max<int64_t>(size, 0)));
+      uint64_t end =
+          llvm::SaturatingAdd(static_cast<uint64_t>(offset), bytes);
+      top = static_cast<int64_t>(
+          std::min<uint64_t>(end, std::numeric_limits<int64_t>::max() / 2));
       highWater = std::max(highWater, top);
       continue;
     }
@@ -173,12 +181,12 @@ struct MapForallToGpuPass : attn::impl::MapForallToGpuBase<MapForallToGpuPass> {
                << "is a shared-memory buffer without a static shape and "
                   "identity layout; kernels cannot allocate";
     }
-    if (sharedBytes > kMaxSharedMemoryBytes)
+    if (sharedBytes > sharedMemoryPerBlock)
       return grid.emitOpError()
              << "needs " << sharedBytes
-             << " bytes of shared memory per block; no supported GPU has more "
-                "than "
-             << kMaxSharedMemoryBytes << " (use smaller tiles)";
+             << " bytes of shared memory per block; the target has "
+             << static_cast<int64_t>(sharedMemoryPerBlock)
+             << " (use smaller tiles)";
 
     // Grid: one block per iteration, loops on the dims their mapping names.
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);

@@ -10,6 +10,7 @@
 
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/Passes.h"
+#include "GpuTileSizes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
@@ -29,26 +30,21 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
   using TileAttentionBase::TileAttentionBase;
 
   void runOnOperation() override {
-    if (qTile <= 0 || threadRows < 0 || threadRows > qTile) {
+    bool choose = sharedMemoryPerBlock > 0;
+    if (qTile < 0 || (qTile == 0 && !choose) || kvTile < 0 ||
+        threadRows < 0 || (qTile > 0 && threadRows > qTile) ||
+        sharedMemoryPerBlock < 0) {
       getOperation()->emitError()
-          << "attn-tile-attention: need q-tile > 0 and 0 <= thread-rows <= "
-             "q-tile, got q-tile="
+          << "attn-tile-attention: need q-tile > 0 (or 0 with "
+             "shared-memory-per-block), kv-tile >= 0 and 0 <= thread-rows "
+             "<= q-tile, got q-tile="
           << static_cast<int64_t>(qTile)
+          << " kv-tile=" << static_cast<int64_t>(kvTile)
           << " thread-rows=" << static_cast<int64_t>(threadRows);
       return signalPassFailure();
     }
     MLIRContext *ctx = &getContext();
     Builder b(ctx);
-    scf::SCFTilingOptions options;
-    // (b, h, m) tiled by (1, 1, q-tile); Dv untiled (0).
-    options.setTileSizes({b.getIndexAttr(1), b.getIndexAttr(1),
-                          b.getIndexAttr(qTile), b.getIndexAttr(0)});
-    options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
-    if (gpuMapping)
-      options.setMapping(
-          {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ),
-           gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
-           gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
 
     // Tiles are attention ops too: collect the originals first.
     SmallVector<AttentionOp> ops;
@@ -58,15 +54,42 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
     });
     IRRewriter rewriter(ctx);
     for (AttentionOp op : ops) {
+      int64_t opQTile = qTile, opKvTile = kvTile;
+      if (choose) {
+        // When nothing fits (tiles given too large), the smallest is used
+        // and attn-map-forall-to-gpu reports the bytes it needs.
+        std::tie(opQTile, opKvTile) =
+            chooseSimtTiles(op, qTile, kvTile, sharedMemoryPerBlock)
+                .value_or(std::make_pair(qTile > 0 ? qTile : 16,
+                                         kvTile > 0 ? kvTile : 16));
+        if (threadRows > opQTile) {
+          op.emitOpError() << "has q-tile " << opQTile
+                           << ", fewer rows than thread-rows";
+          return signalPassFailure();
+        }
+      }
+      scf::SCFTilingOptions options;
+      // (b, h, m) tiled by (1, 1, q-tile); Dv untiled (0).
+      options.setTileSizes({b.getIndexAttr(1), b.getIndexAttr(1),
+                            b.getIndexAttr(opQTile), b.getIndexAttr(0)});
+      options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+      if (gpuMapping)
+        options.setMapping(
+            {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ),
+             gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
+             gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
       rewriter.setInsertionPoint(op);
       FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
           rewriter, cast<TilingInterface>(op.getOperation()), options);
       if (failed(tiled)) {
-        op.emitOpError() << "could not be tiled into (1, 1, "
-                         << static_cast<int64_t>(qTile) << ") tiles";
+        op.emitOpError() << "could not be tiled into (1, 1, " << opQTile
+                         << ") tiles";
         return signalPassFailure();
       }
       rewriter.replaceOp(op, tiled->replacements);
+      if (opKvTile > 0)
+        tiled->tiledOps.back()->setAttr(kKvTileAttrName,
+                                        b.getI64IntegerAttr(opKvTile));
       if (threadRows == 0)
         continue;
 

@@ -9,6 +9,7 @@
 
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/Passes.h"
+#include "AttnDialect/Transforms/ShapeContract.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -152,8 +153,22 @@ struct WriteKernelBundlePass
                                 "format=isa or format=bin";
         return signalPassFailure();
       }
-      std::string file =
-          prefix + binary.getName().str() + (isPtx ? ".ptx" : ".cubin");
+      // The name becomes a file name next to bundle.json: nothing that
+      // could leave the bundle's directory (the runtime loads only plain
+      // names, too).
+      StringRef name = binary.getName();
+      if (name.empty() || name.starts_with(".") ||
+          !llvm::all_of(name, [](char c) {
+            return llvm::isAlnum(c) || c == '_' || c == '-' || c == '.' ||
+                   c == '$';
+          })) {
+        binary.emitOpError()
+            << "has a name that cannot be a file name in the bundle (use "
+               "letters, digits, '_', '-', '.' and '$', not starting with "
+               "'.')";
+        return signalPassFailure();
+      }
+      std::string file = prefix + name.str() + (isPtx ? ".ptx" : ".cubin");
       if (failed(writeFile(file, object.getObject().getValue())))
         return signalPassFailure();
       std::string target;
@@ -235,10 +250,32 @@ struct WriteKernelBundlePass
         llvm::raw_string_ostream(text) << type;
         args.push_back(text);
       }
-      functions.push_back(
-          llvm::json::Object{{"name", func.getName()},
-                             {"args", std::move(args)},
-                             {"launches", std::move(launches)}});
+      llvm::json::Object entry{{"name", func.getName()},
+                               {"args", std::move(args)},
+                               {"launches", std::move(launches)}};
+      if (auto attr =
+              func->getAttrOfType<DictionaryAttr>(kShapeContractAttrName)) {
+        FailureOr<attn_runtime::ShapeContract> contract =
+            shapeContractFromAttr(func, attr);
+        if (failed(contract)) {
+          func.emitOpError() << "has a malformed " << kShapeContractAttrName;
+          return signalPassFailure();
+        }
+        llvm::json::Array constraints;
+        for (const attn_runtime::ShapeConstraint &c : contract->constraints)
+          constraints.push_back(llvm::json::Object{
+              {"kind", attn_runtime::ShapeConstraint::kindName(c.kind)},
+              {"lhs", llvm::json::Array{c.lhs.arg, c.lhs.dim}},
+              {"rhs", llvm::json::Array{c.rhs.arg, c.rhs.dim}},
+              {"what", c.what}});
+        llvm::json::Array names;
+        for (const std::string &name : contract->argNames)
+          names.push_back(name);
+        entry["shape_contract"] = llvm::json::Object{
+            {"names", std::move(names)},
+            {"constraints", std::move(constraints)}};
+      }
+      functions.push_back(std::move(entry));
     }
 
     std::string json;

@@ -61,37 +61,59 @@ public:
     return function(name).argTypes;
   }
 
+  /// The arguments' names from the bundle's shape contract ("q", "out",
+  /// ...; "" for one it does not name), or none without a contract.
+  std::vector<std::string> argNames(const std::string &name) const {
+    return function(name).contract.argNames;
+  }
+
+  /// Why `shapes` (one per argument) do not fit @name's shape contract, or
+  /// "" when they do.
+  std::string checkArguments(const std::string &name,
+                             const std::vector<std::vector<int64_t>> &shapes) {
+    return function(name).checkArguments(shapes);
+  }
+
   /// Launches every kernel of @name, in order, on device buffers given as
-  /// (address, shape) pairs, one per argument; waits for them.
+  /// (address, shape) pairs, one per argument; waits for them. Shapes that
+  /// break the function's contract raise ValueError before any GPU work.
   void launch(
       const std::string &name,
       const std::vector<std::pair<uint64_t, std::vector<int64_t>>> &buffers) {
     const Function &f = function(name);
     if (buffers.size() != f.argTypes.size())
-      throw nb::type_error(("attn: @" + name + " takes " +
+      throw nb::type_error(("attn: @" + f.name + " takes " +
                             std::to_string(f.argTypes.size()) +
                             " buffers, got " + std::to_string(buffers.size()))
                                .c_str());
     std::vector<Argument> args(buffers.size());
+    std::vector<std::vector<int64_t>> shapes;
     for (size_t i = 0; i < buffers.size(); ++i) {
       args[i].address = buffers[i].first;
       args[i].shape = buffers[i].second;
+      shapes.push_back(buffers[i].second);
     }
+    std::string error = f.checkArguments(shapes);
+    if (!error.empty())
+      throw nb::value_error(("attn: " + error).c_str());
     CudaDriver &cuda = driver();
-    std::string error;
     if (kernels.empty()) {
       for (const Function &fn : bundle.functions)
         for (const Launch &l : fn.launches)
           if (!cuda.loadKernel(bundle, l, kernels[&l], error))
             raise(error);
     }
+    std::vector<void *> fKernels;
+    for (const Launch &l : f.launches)
+      fKernels.push_back(kernels[&l]);
     nb::gil_scoped_release release;
-    for (const Launch &l : f.launches) {
-      PreparedLaunch prepared;
-      if (!cuda.prepare(l, kernels[&l], args, prepared, error) ||
-          !cuda.launch(prepared, error))
+    // prepare checks the shapes again: it is the runtime's one way in.
+    std::vector<PreparedLaunch> prepared;
+    if (!cuda.prepare(f, fKernels, args, prepared, error))
+      raise(error);
+    for (const PreparedLaunch &p : prepared)
+      if (!cuda.launch(p, error))
         raise(error);
-    }
     if (!cuda.synchronize(error))
       raise(error);
   }
@@ -148,6 +170,9 @@ NB_MODULE(_runtime, m) {
       .def(nb::init<const std::string &>(), nb::arg("path"))
       .def_prop_ro("functions", &LoadedBundle::functions)
       .def("arg_types", &LoadedBundle::argTypes, nb::arg("function") = "")
+      .def("arg_names", &LoadedBundle::argNames, nb::arg("function") = "")
+      .def("check_arguments", &LoadedBundle::checkArguments,
+           nb::arg("function"), nb::arg("shapes"))
       .def("launch", &LoadedBundle::launch, nb::arg("function"),
            nb::arg("buffers"));
 }

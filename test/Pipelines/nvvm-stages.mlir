@@ -9,6 +9,8 @@
 // Bad options are reported, not crashed on.
 // RUN: not attn-opt %s --attn-lower-to-nvvm 2>&1 | FileCheck %s --check-prefix=NOCHIP
 // RUN: not attn-opt %s --attn-lower-to-nvvm=chip=sm_70 2>&1 | FileCheck %s --check-prefix=OLDCHIP
+// RUN: not attn-opt %s --attn-lower-to-nvvm=chip=sm_80a 2>&1 | FileCheck %s --check-prefix=UNKNOWNCHIP
+// RUN: not attn-opt %s --attn-lower-to-nvvm=chip=sm_91 2>&1 | FileCheck %s --check-prefix=UNKNOWNCHIP
 // RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 threads=2048" 2>&1 | FileCheck %s --check-prefix=BIGBLOCK
 // Tiles too large for any GPU's shared memory are refused at the grid.
 // RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 q-tile=512 kv-tile=256" 2>&1 | FileCheck %s --check-prefix=SMEM
@@ -20,7 +22,7 @@
 // TILE: attn.attention {{.*}} : tensor<1x1x?x64xf16>
 // TILE: {mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]}
 
-// DECOMPOSE-NOT: attn.
+// DECOMPOSE-NOT: {{= attn\.|^ *attn\.}}
 // DECOMPOSE: affine.min
 // DECOMPOSE: math.exp2
 
@@ -55,9 +57,10 @@
 // BINARY90: gpu.binary @causal_gqa_kernel {{ *}}[#gpu.object<#nvvm.target<O = 3, chip = "sm_90">, {{.*}}assembly = "{{.*}}.target sm_90
 
 // NOCHIP: attn-lower-to-nvvm: missing target chip: pass chip=sm_80 or chip=sm_90
-// OLDCHIP: attn-lower-to-nvvm: unsupported chip 'sm_70': the kernels need sm_75 or newer
-// BIGBLOCK: attn-lower-to-nvvm: need q-tile > 0, kv-tile > 0 and 0 < threads <= 1024
-// SMEM: error: 'scf.forall' op needs {{[0-9]+}} bytes of shared memory per block; no supported GPU has more than 232448 (use smaller tiles)
+// OLDCHIP: attn-lower-to-nvvm: unsupported chip 'sm_70': the kernels need sm_75 or newer, one of sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a,
+// UNKNOWNCHIP: attn-lower-to-nvvm: unsupported chip 'sm_{{80a|91}}': the kernels need sm_75 or newer
+// BIGBLOCK: attn-lower-to-nvvm: need 0 <= q-tile <= 65536, 0 <= kv-tile <= 65536 (0: chosen to fit the chip) and 0 < threads <= 1024
+// SMEM: error: 'scf.forall' op needs {{[0-9]+}} bytes of shared memory per block; the target has 232448 (use smaller tiles)
 // STAGE: attn-lower-to-nvvm: unknown stage 'ptx'
 // FORMAT: attn-lower-to-nvvm: format must be isa or bin, not 'fatbin'
 

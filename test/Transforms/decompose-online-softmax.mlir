@@ -3,7 +3,9 @@
 // Four linalg.generic ops: the tile's row max, the per-row statistics
 // (the new max written over the old one, so loops update in place), probs
 // fused with the tile's row sum (from 0), and the new sum written over the
-// old one. log2(e) is folded into the scale: 0.5 * log2(e) = 0.72134751.
+// old one. Probs are exp2((scale * s - max) * log2(e)): the difference comes
+// first, so the row's max gives exactly 1 (no fma with a rounded
+// -max * log2(e)).
 // CHECK-LABEL: func.func @step
 // CHECK-SAME: (%[[S:.*]]: tensor<4x?xf32>, %[[M:.*]]: tensor<4xf32>, %[[L:.*]]: tensor<4xf32>)
 // CHECK-NOT: attn.online_softmax
@@ -16,14 +18,19 @@
 // CHECK: arith.cmpf oeq
 // CHECK: math.exp2
 // CHECK: arith.select
-// CHECK: arith.negf
+// CHECK-NOT: arith.negf
 // CHECK: %[[DIM:.*]] = tensor.dim %[[S]]
 // CHECK: %[[EMPTY:.*]] = tensor.empty(%[[DIM]]) : tensor<4x?xf32>
 // CHECK: %[[ZERO:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4xf32>)
 // CHECK: %[[P:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[S]], %[[ROW]]#2 : tensor<4x?xf32>, tensor<4xf32>) outs(%[[EMPTY]], %[[ZERO]] : tensor<4x?xf32>, tensor<4xf32>)
-// CHECK: %[[C:.*]] = arith.constant 0.72134751 : f32
-// CHECK: %[[FMA:.*]] = math.fma %{{.*}}, %[[C]], %{{.*}} : f32
-// CHECK: math.exp2 %[[FMA]]
+// CHECK: ^bb0(%[[X:[a-z0-9_]+]]: f32, %[[MAX:[a-z0-9_]+]]: f32,
+// CHECK: %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK: %[[SCALED:.*]] = arith.mulf %[[X]], %[[HALF]] : f32
+// CHECK: %[[LOG2E:.*]] = arith.constant 1.44269502 : f32
+// CHECK: %[[D:.*]] = arith.subf %[[SCALED]], %[[MAX]] : f32
+// CHECK: %[[E:.*]] = arith.mulf %[[D]], %[[LOG2E]] : f32
+// CHECK: math.exp2 %[[E]]
+// CHECK-NOT: math.fma
 // CHECK: arith.addf
 // CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[ROW]]#3, %[[P]]#1 : tensor<4xf32>, tensor<4xf32>) outs(%[[L]] : tensor<4xf32>)
 // CHECK: arith.addf

@@ -2,6 +2,7 @@
 //
 // attn-bundle-run BUNDLE.json [--function=NAME] [--batch=B] [--heads=Hq:Hkv]
 //     [--q-len=M] [--kv-len=N] [--causal] [--window=W] [--repeat=R]
+//     [--rotate=K] [--reference=auto|cpu|gpu] [--json]   (--help: all)
 //
 // Needs only the runtime (no MLIR): loads the bundle, fills Q, K, V with
 // fresh random values (output poisoned with NaN), launches the function's
@@ -9,6 +10,9 @@
 // (plain attention; --causal; --window=W for the causal sliding window
 // attn-run builds), and times R more runs with CUDA events. The function's
 // arguments must be (q, k, v, out [, logsumexp]) as attn-run's variants.
+// Options, the bundle, the argument shapes (against the bundle's shape
+// contract), the launch sizes and the memory needed are all checked before
+// the driver opens; every error exits with status 2 and a message.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,15 +22,24 @@
 #include "AttnRuntime/HostTensor.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <getopt.h>
 #include <limits>
 #include <memory>
+#include <new>
 #include <random>
 #include <string>
+#include <unistd.h>
 #include <vector>
+
+#ifndef ATTN_VERSION
+#define ATTN_VERSION "unknown"
+#endif
 
 using namespace attn_runtime;
 
@@ -37,36 +50,37 @@ namespace {
   std::exit(2);
 }
 
-/// memref<?x8x?x64xf16> -> dims (-1 for ?) and element kind.
-bool parseMemRef(const std::string &type, std::vector<int64_t> &dims,
-                 ElementKind &kind) {
-  if (type.rfind("memref<", 0) != 0 || type.back() != '>')
-    return false;
-  std::string body = type.substr(7, type.size() - 8);
-  size_t last = body.rfind('x');
-  if (last == std::string::npos)
-    return false;
-  std::string element = body.substr(last + 1);
-  if (element == "f32")
-    kind = ElementKind::F32;
-  else if (element == "f16")
-    kind = ElementKind::F16;
-  else if (element == "bf16")
-    kind = ElementKind::BF16;
-  else
-    return false;
-  dims.clear();
-  size_t start = 0;
-  while (start <= last) {
-    size_t x = body.find('x', start);
-    std::string dim = body.substr(start, x - start);
-    dims.push_back(dim == "?" ? -1 : std::atoll(dim.c_str()));
-    start = x + 1;
-    if (x == last)
-      break;
-  }
-  return true;
-}
+const char *kUsage =
+    "usage: attn-bundle-run BUNDLE.json [--function=NAME] [--batch=B] "
+    "[--heads=Hq:Hkv] [--q-len=M] [--kv-len=N] [--causal] [--window=W] "
+    "[--repeat=R] [--rotate=K] [--reference=auto|cpu|gpu] [--json]";
+
+const char *kHelp =
+    "\n"
+    "Runs a function of a kernel bundle (bundle.json written by\n"
+    "attn-write-kernel-bundle) on the GPU with random inputs, checks its\n"
+    "output against a float64 reference and times it. The function must take\n"
+    "(q, k, v, out [, logsumexp]) memrefs.\n"
+    "\n"
+    "  --function=NAME     the function to run (default: the first)\n"
+    "  --batch=B           batch size (default 1)\n"
+    "  --heads=Hq[:Hkv]    query and key/value heads, Hq a multiple of Hkv\n"
+    "                      (default 4:4)\n"
+    "  --q-len=M           query length (default 128)\n"
+    "  --kv-len=N          key/value length (default 128)\n"
+    "  --causal            the reference masks keys after the query\n"
+    "  --window=W          kv <= q and q - kv <= W (default 0: none)\n"
+    "  --repeat=R          timed runs (default 10; 0: check only)\n"
+    "  --rotate=K          copies of the inputs to time over (default: enough\n"
+    "                      to defeat the L2 cache)\n"
+    "  --reference=auto|cpu|gpu\n"
+    "                      where the float64 reference runs (default auto)\n"
+    "  --json              one JSON line instead of text\n"
+    "  -h, --help          this help\n"
+    "  --version           the version\n"
+    "\n"
+    "Options take their value as --opt=value or --opt value. Exit status: 0\n"
+    "when the output is within tolerance, 1 when not, 2 on errors.\n";
 
 struct Options {
   std::string bundle, function;
@@ -76,58 +90,176 @@ struct Options {
   bool causal = false, json = false;
 };
 
+/// `text` as an integer in [min, max] for option `--flag`; anything else
+/// (not a number, trailing characters, out of range) is an error.
+int64_t parseInteger(const std::string &flag, const std::string &text,
+                     int64_t min, int64_t max = INT64_MAX) {
+  errno = 0;
+  char *end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])) ||
+      *end != '\0')
+    fail("--" + flag + " expects an integer, not '" + text + "'");
+  if (errno == ERANGE || value > max)
+    fail("--" + flag + "=" + text + " is out of range (at most " +
+         std::to_string(max) + ")");
+  if (value < min)
+    fail("--" + flag + " must be " +
+         (min == 1   ? std::string("positive")
+          : min == 0 ? std::string("non-negative")
+                     : "at least " + std::to_string(min)) +
+         ", got " + text);
+  return value;
+}
+
 Options parseOptions(int argc, char **argv) {
+  enum : int {
+    Function = 256,
+    Batch,
+    Heads,
+    QLen,
+    KvLen,
+    Window,
+    Repeat,
+    Rotate,
+    Reference,
+    Causal,
+    Json,
+    Version
+  };
+  static const struct option kOptions[] = {
+      {"function", required_argument, nullptr, Function},
+      {"batch", required_argument, nullptr, Batch},
+      {"heads", required_argument, nullptr, Heads},
+      {"q-len", required_argument, nullptr, QLen},
+      {"kv-len", required_argument, nullptr, KvLen},
+      {"window", required_argument, nullptr, Window},
+      {"repeat", required_argument, nullptr, Repeat},
+      {"rotate", required_argument, nullptr, Rotate},
+      {"reference", required_argument, nullptr, Reference},
+      {"causal", no_argument, nullptr, Causal},
+      {"json", no_argument, nullptr, Json},
+      {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, Version},
+      {nullptr, 0, nullptr, 0}};
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char *name) -> const char * {
-      size_t n = std::strlen(name);
-      return a.compare(0, n, name) == 0 ? a.c_str() + n : nullptr;
-    };
-    if (const char *v = value("--function="))
-      o.function = v;
-    else if (const char *v = value("--batch="))
-      o.batch = std::atoll(v);
-    else if (const char *v = value("--heads=")) {
-      o.hq = std::atoll(v);
-      const char *colon = std::strchr(v, ':');
-      o.hkv = colon ? std::atoll(colon + 1) : o.hq;
-    } else if (const char *v = value("--q-len="))
-      o.m = std::atoll(v);
-    else if (const char *v = value("--kv-len="))
-      o.n = std::atoll(v);
-    else if (const char *v = value("--window="))
-      o.window = std::atoll(v);
-    else if (const char *v = value("--repeat="))
-      o.repeat = std::atoi(v);
-    else if (const char *v = value("--rotate="))
-      o.rotate = std::atoi(v);
-    else if (const char *v = value("--reference="))
-      o.reference = v;
-    else if (a == "--causal")
+  std::vector<std::string> positional;
+  // Our own messages, not getopt's: a leading ':' reports a missing value
+  // as ':', and opterr = 0 keeps getopt quiet.
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", kOptions, nullptr)) != -1) {
+    std::string value = optarg ? optarg : "";
+    switch (c) {
+    case Function:
+      o.function = value;
+      break;
+    case Batch:
+      o.batch = parseInteger("batch", value, 1);
+      break;
+    case Heads: {
+      size_t colon = value.find(':');
+      // The message tests and scripts know for any bad --heads.
+      std::string bad = "sizes must be positive and Hq a multiple of Hkv, "
+                        "not --heads=" +
+                        value;
+      o.hq = parseInteger("heads", value.substr(0, colon), INT64_MIN);
+      o.hkv = colon == std::string::npos
+                  ? o.hq
+                  : parseInteger("heads", value.substr(colon + 1), INT64_MIN);
+      if (o.hq <= 0 || o.hkv <= 0 || o.hq % o.hkv != 0)
+        fail(bad);
+      break;
+    }
+    case QLen:
+      o.m = parseInteger("q-len", value, 1);
+      break;
+    case KvLen:
+      o.n = parseInteger("kv-len", value, 1);
+      break;
+    case Window:
+      o.window = parseInteger("window", value, 0);
+      break;
+    case Repeat:
+      o.repeat = parseInteger("repeat", value, 0, INT_MAX);
+      break;
+    case Rotate:
+      o.rotate = parseInteger("rotate", value, 0, INT_MAX);
+      break;
+    case Reference:
+      o.reference = value;
+      if (o.reference != "auto" && o.reference != "cpu" && o.reference != "gpu")
+        fail("--reference must be auto, cpu or gpu, not '" + o.reference + "'");
+      break;
+    case Causal:
       o.causal = true;
-    else if (a == "--json")
+      break;
+    case Json:
       o.json = true;
-    else if (a.rfind("--", 0) == 0)
-      fail("unknown option '" + a + "'");
-    else
-      o.bundle = a;
+      break;
+    case 'h':
+      std::printf("%s\n%s", kUsage, kHelp);
+      std::exit(0);
+    case Version:
+      std::printf("attn-bundle-run %s\n", ATTN_VERSION);
+      std::exit(0);
+    case ':':
+      fail("option '" + std::string(argv[optind - 1]) + "' needs a value");
+    default: {
+      // '?': optopt is a long option's code when it was given a value it
+      // does not take, a short option's letter, or 0 when unknown.
+      std::string given = argv[optind - 1];
+      if (optopt >= Function)
+        fail("option '" + given.substr(0, given.find('=')) +
+             "' takes no value");
+      fail("unknown option '" +
+           (optopt ? "-" + std::string(1, static_cast<char>(optopt)) : given) +
+           "'");
+    }
+    }
   }
-  if (o.bundle.empty())
-    fail("usage: attn-bundle-run BUNDLE.json [--function=NAME] [--batch=B] "
-         "[--heads=Hq:Hkv] [--q-len=M] [--kv-len=N] [--causal] [--window=W] "
-         "[--repeat=R] [--rotate=K] [--reference=auto|cpu|gpu] [--json]");
-  if (o.reference != "auto" && o.reference != "cpu" && o.reference != "gpu")
-    fail("--reference must be auto, cpu or gpu, not '" + o.reference + "'");
-  if (o.batch <= 0 || o.hq <= 0 || o.hkv <= 0 || o.m <= 0 || o.n <= 0 ||
-      o.hq % o.hkv != 0 || o.window < 0 || o.repeat < 0 || o.rotate < 0)
-    fail("sizes must be positive and Hq a multiple of Hkv");
+  for (int i = optind; i < argc; ++i)
+    positional.push_back(argv[i]);
+  if (positional.empty())
+    fail(std::string("no bundle given\n") + kUsage);
+  if (positional.size() > 1)
+    fail("expected one bundle, got '" + positional[0] + "' and '" +
+         positional[1] + "'");
+  o.bundle = positional[0];
   return o;
+}
+
+bool elementKind(const std::string &name, ElementKind &kind) {
+  for (ElementKind k : {ElementKind::F32, ElementKind::F16, ElementKind::BF16,
+                        ElementKind::I32, ElementKind::I64, ElementKind::Index})
+    if (name == elementName(k)) {
+      kind = k;
+      return true;
+    }
+  return false;
+}
+
+/// Whether `expr` needs the GPU's SM count, known only once the driver is
+/// open.
+bool usesSmCount(const Expr &expr) {
+  if (expr.kind == Expr::Kind::SmCount)
+    return true;
+  return std::any_of(expr.operands.begin(), expr.operands.end(), usesSmCount);
+}
+
+/// The machine's memory, or INT64_MAX when it cannot tell.
+int64_t physicalMemory() {
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  int64_t bytes;
+  if (pages <= 0 || pageSize <= 0 ||
+      __builtin_mul_overflow(int64_t(pages), int64_t(pageSize), &bytes))
+    return INT64_MAX;
+  return bytes;
 }
 
 } // namespace
 
-int main(int argc, char **argv) {
+int run(int argc, char **argv) {
   Options o = parseOptions(argc, argv);
   Bundle bundle;
   std::string error;
@@ -143,31 +275,99 @@ int main(int argc, char **argv) {
   if (numArgs != 4 && numArgs != 5)
     fail("@" + function->name +
          " must take (q, k, v, out [, logsumexp]) memrefs");
+  std::vector<std::string> names = {"q", "k", "v", "out", "lse"};
+  for (size_t i = 0; i < numArgs; ++i)
+    if (i < function->contract.argNames.size())
+      names[i] = function->contract.argName(i);
 
-  // Host tensors with the requested sizes; static dims must agree.
+  // Host tensors with the requested sizes; static dims must agree. All of
+  // this is checked before the driver opens, so that it fails the same way
+  // on a machine without a GPU.
   std::vector<std::vector<int64_t>> shapes = {{o.batch, o.hq, o.m, 0},
                                               {o.batch, o.hkv, o.n, 0},
                                               {o.batch, o.hkv, o.n, 0},
                                               {o.batch, o.hq, o.m, 0},
                                               {o.batch, o.hq, o.m}};
-  std::vector<ElementKind> kinds;
+  shapes.resize(numArgs);
+  std::vector<ElementKind> kinds(numArgs);
+  std::vector<int64_t> bytes(numArgs);
   for (size_t i = 0; i < numArgs; ++i) {
-    std::vector<int64_t> dims;
-    ElementKind kind;
-    if (!parseMemRef(function->argTypes[i], dims, kind) ||
-        dims.size() != shapes[i].size())
+    const std::vector<int64_t> &dims = function->contract.argDims[i];
+    if (dims.size() != shapes[i].size() ||
+        !elementKind(function->argElementTypes[i], kinds[i]))
       fail("argument " + std::to_string(i) + " has type '" +
            function->argTypes[i] + "', not an attention memref");
     for (size_t d = 0; d < dims.size(); ++d) {
-      if (d == 3 && i < 4) // head dims are static
+      if (d == 3 && i < 4) { // head dims are static
+        if (dims[d] < 0)
+          fail("argument " + std::to_string(i) + " (" + function->argTypes[i] +
+               ") has a dynamic head dim; attn-bundle-run needs it static");
         shapes[i][d] = dims[d];
+      }
       if (dims[d] >= 0 && dims[d] != shapes[i][d])
         fail("argument " + std::to_string(i) + " (" + function->argTypes[i] +
              ") has static dim " + std::to_string(d) + " = " +
              std::to_string(dims[d]) + ", not " + std::to_string(shapes[i][d]));
     }
-    kinds.push_back(kind);
+    bytes[i] = static_cast<int64_t>(elementBytes(kinds[i]));
+    for (int64_t size : shapes[i])
+      if (__builtin_mul_overflow(bytes[i], size, &bytes[i]))
+        fail(names[i] + " is too large: its size in bytes overflows int64");
   }
+  // The reference reads K with q's head dim and writes out's with v's.
+  if (shapes[1][3] != shapes[0][3] || shapes[3][3] != shapes[2][3])
+    fail("@" + function->name + " takes q, k with head dims " +
+         std::to_string(shapes[0][3]) + ", " + std::to_string(shapes[1][3]) +
+         " and v, out with " + std::to_string(shapes[2][3]) + ", " +
+         std::to_string(shapes[3][3]) + "; attn-bundle-run needs them equal");
+  error = function->checkArguments(shapes);
+  if (!error.empty())
+    fail(error);
+  // Launch sizes that do not depend on the GPU can be checked now.
+  {
+    std::vector<Argument> dry(numArgs);
+    for (size_t i = 0; i < numArgs; ++i)
+      dry[i].shape = shapes[i];
+    for (const Launch &launch : function->launches) {
+      std::vector<const Expr *> sizes = {&launch.sharedMemoryBytes,
+                                         &launch.workspaceBytes};
+      for (int d = 0; d < 3; ++d)
+        sizes.insert(sizes.end(), {&launch.grid[d], &launch.block[d]});
+      for (const Expr &operand : launch.operands)
+        if (operand.kind != Expr::Kind::Arg &&
+            operand.kind != Expr::Kind::F32 &&
+            operand.kind != Expr::Kind::Workspace)
+          sizes.push_back(&operand);
+      int64_t value;
+      for (const Expr *size : sizes)
+        if (!usesSmCount(*size) && !evaluateIndex(*size, dry, value, error))
+          fail("launch of '" + launch.kernel + "': " + error);
+    }
+  }
+
+  // Host memory: the buffers, and the float64 reference's output and
+  // logsumexp; a run that cannot fit fails here, with the byte count,
+  // instead of aborting in an allocation.
+  int64_t d = shapes[0][3], dv = shapes[2][3];
+  int64_t rows = o.batch, refOutBytes, refLseBytes;
+  if (__builtin_mul_overflow(rows, o.hq, &rows) ||
+      __builtin_mul_overflow(rows, o.m, &rows) ||
+      __builtin_mul_overflow(rows, dv * int64_t(sizeof(double)),
+                             &refOutBytes) ||
+      __builtin_mul_overflow(rows, int64_t(sizeof(double)), &refLseBytes))
+    fail("the float64 reference is too large: its size in bytes overflows "
+         "int64");
+  std::vector<std::pair<std::string, int64_t>> hostBuffers;
+  for (size_t i = 0; i < numArgs; ++i)
+    hostBuffers.emplace_back(names[i], bytes[i]);
+  hostBuffers.emplace_back("the reference output", refOutBytes);
+  hostBuffers.emplace_back("the reference logsumexp", refLseBytes);
+  int64_t memory = physicalMemory(), total = 0;
+  for (const auto &[name, size] : hostBuffers)
+    if (__builtin_add_overflow(total, size, &total) || total > memory)
+      fail("cannot allocate " + std::to_string(size) + " bytes for " + name +
+           ": the run needs more host memory than this machine's " +
+           std::to_string(memory) + " bytes");
 
   // Device buffers first: a problem too large for the GPU fails here, before
   // the host spends time and memory on inputs.
@@ -177,19 +377,20 @@ int main(int argc, char **argv) {
   std::vector<Argument> args(numArgs);
   for (size_t i = 0; i < numArgs; ++i) {
     args[i].shape = shapes[i];
-    size_t bytes = elementBytes(kinds[i]);
-    for (int64_t dim : shapes[i])
-      bytes *= static_cast<size_t>(dim);
-    if (!driver.allocate(bytes, args[i].address, error))
-      fail("cannot allocate " + std::to_string(bytes) +
-           " bytes on the GPU for "
-           "argument " +
-           std::to_string(i) + ": " + error);
+    if (!driver.allocate(bytes[i], args[i].address, error))
+      fail("cannot allocate " + std::to_string(bytes[i]) +
+           " bytes on the GPU for " + names[i] + ": " + error);
   }
 
   std::vector<std::unique_ptr<HostTensor>> host;
-  for (size_t i = 0; i < numArgs; ++i)
-    host.push_back(std::make_unique<HostTensor>(kinds[i], shapes[i]));
+  for (size_t i = 0; i < numArgs; ++i) {
+    try {
+      host.push_back(std::make_unique<HostTensor>(kinds[i], shapes[i]));
+    } catch (const std::bad_alloc &) {
+      fail("cannot allocate " + std::to_string(bytes[i]) + " bytes for " +
+           names[i] + ": out of host memory");
+    }
+  }
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<double> uniform(-1, 1);
   for (int i = 0; i < 3; ++i)
@@ -197,11 +398,9 @@ int main(int argc, char **argv) {
       host[i]->set(e, uniform(rng));
   for (size_t i = 3; i < numArgs; ++i)
     host[i]->poison();
-  for (size_t i = 0; i < numArgs; ++i) {
-    size_t bytes = host[i]->numElements() * elementBytes(host[i]->kind());
-    if (!driver.copyToDevice(args[i].address, host[i]->data(), bytes, error))
+  for (size_t i = 0; i < numArgs; ++i)
+    if (!driver.copyToDevice(args[i].address, host[i]->data(), bytes[i], error))
       fail(error);
-  }
 
   // Launch every kernel of the function, in order, on the inputs `set`.
   std::vector<void *> kernels;
@@ -212,11 +411,9 @@ int main(int argc, char **argv) {
     kernels.push_back(kernel);
   }
   auto prepare = [&](const std::vector<Argument> &set) {
-    std::vector<PreparedLaunch> launches(kernels.size());
-    for (size_t i = 0; i < kernels.size(); ++i)
-      if (!driver.prepare(function->launches[i], kernels[i], set, launches[i],
-                          error))
-        fail(error);
+    std::vector<PreparedLaunch> launches;
+    if (!driver.prepare(*function, kernels, set, launches, error))
+      fail(error);
     return launches;
   };
   auto runAll = [&](const std::vector<PreparedLaunch> &launches,
@@ -230,15 +427,13 @@ int main(int argc, char **argv) {
   if (!runAll(checked, error) || !driver.synchronize(error))
     fail(error);
   for (size_t i = 3; i < numArgs; ++i)
-    if (!driver.copyToHost(
-            host[i]->data(), args[i].address,
-            host[i]->numElements() * elementBytes(host[i]->kind()), error))
+    if (!driver.copyToHost(host[i]->data(), args[i].address, bytes[i], error))
       fail(error);
 
   // The float64 reference, rounded to the output type: on the CPU, or for
   // large problems (or when asked) with the plain reference kernel on the
   // GPU.
-  int64_t d = shapes[0][3], dv = shapes[2][3], group = o.hq / o.hkv;
+  int64_t group = o.hq / o.hkv;
   double scale = 1.0 / std::sqrt(static_cast<double>(d));
   double work = static_cast<double>(o.batch) * o.hq * o.m * o.n * (d + dv);
   bool onGpu = o.reference == "gpu" ||
@@ -263,7 +458,7 @@ int main(int argc, char **argv) {
           double mx = -std::numeric_limits<double>::infinity();
           for (int64_t j = 0; j < o.n; ++j) {
             bool keep = (!o.causal && !o.window) ||
-                        (j <= i && (!o.window || i - j < o.window));
+                        (j <= i && (!o.window || i - j <= o.window));
             double dot = 0;
             for (int64_t c = 0; keep && c < d; ++c)
               dot += host[0]->get(row * d + c) *
@@ -314,9 +509,9 @@ int main(int argc, char **argv) {
     std::vector<Argument> set = args;
     bool ok = true;
     for (int i = 0; i < 3 && ok; ++i) {
-      size_t bytes = host[i]->numElements() * elementBytes(host[i]->kind());
-      ok = driver.allocate(bytes, set[i].address, error) &&
-           driver.copyToDevice(set[i].address, host[i]->data(), bytes, error);
+      ok =
+          driver.allocate(bytes[i], set[i].address, error) &&
+          driver.copyToDevice(set[i].address, host[i]->data(), bytes[i], error);
     }
     if (!ok)
       break; // time with the copies that fit
@@ -382,4 +577,14 @@ int main(int argc, char **argv) {
   for (Argument &a : args)
     driver.free(a.address);
   return pass ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  // Sizes are checked against the machine's memory first; an allocation
+  // that fails all the same is an error, not an abort.
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc &) {
+    fail("out of host memory");
+  }
 }

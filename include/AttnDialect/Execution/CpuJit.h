@@ -10,6 +10,7 @@
 #define ATTNDIALECT_EXECUTION_CPUJIT_H
 
 #include "AttnDialect/Pipelines/Pipelines.h"
+#include "AttnRuntime/ShapeCheck.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -17,6 +18,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mlir {
 class ExecutionEngine;
@@ -36,16 +38,28 @@ public:
 
   /// Runs the function on one strided memref descriptor per argument (the
   /// layout of `StridedMemRefType`); results are written in place into the
-  /// `outs` buffers.
+  /// `outs` buffers. The sizes in the descriptors are checked against the
+  /// function's shape contract first; with bounds checks compiled in, a
+  /// region's bad read or division is an error after the call.
   llvm::Error invoke(llvm::ArrayRef<void *> descriptors);
 
+  /// Empty when `shapes` (one per argument) satisfy the function's shape
+  /// contract, else a message naming both arguments and both sizes.
+  std::string checkArguments(
+      const std::vector<std::vector<int64_t>> &shapes) const;
+
   unsigned numArguments() const { return numArguments_; }
+  const attn_runtime::ShapeContract &shapeContract() const {
+    return contract;
+  }
 
 private:
   CpuKernel() = default;
   std::unique_ptr<ExecutionEngine> engine;
   std::string entry;
   unsigned numArguments_ = 0;
+  attn_runtime::ShapeContract contract;
+  std::vector<int64_t> elementBytes;
 };
 
 } // namespace attn

@@ -232,8 +232,9 @@ def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [
     is accumulated into it. `-inf` scores contribute 0; a row whose scores
     and running max are all `-inf` keeps max -inf, sum 0 and correction 1,
     without NaN. The lowering evaluates the exponentials as
-    exp2((scale * log2(e)) * S - new_max * log2(e)), one fused multiply-add
-    per element. Start a row with max = -inf and sum = 0.
+    exp2((scale * S - new_max) * log2(e)): the row's max gives exactly 1,
+    and the sum adds the very probs returned. Start a row with max = -inf
+    and sum = 0.
 
     Example:
 

@@ -31,6 +31,12 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("stop after this stage: tile, decompose, bufferize, "
                      "loops or llvm"),
       llvm::cl::init("llvm")};
+  Option<bool> boundsChecks{
+      *this, "bounds-checks",
+      llvm::cl::desc("guard the regions' reads of captured tensors and their "
+                     "integer divisions; a violation calls "
+                     "attnReportRegionError (the CPU runner provides it)"),
+      llvm::cl::init(false)};
 };
 
 /// Where the NVVM pipeline stops:
@@ -43,12 +49,16 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
 struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("target, e.g. sm_80 or sm_90")};
-  Option<int64_t> qTile{*this, "q-tile",
-                        llvm::cl::desc("query rows per thread block"),
-                        llvm::cl::init(64)};
-  Option<int64_t> kvTile{*this, "kv-tile",
-                         llvm::cl::desc("keys per kv-loop step"),
-                         llvm::cl::init(64)};
+  Option<int64_t> qTile{
+      *this, "q-tile",
+      llvm::cl::desc("query rows per thread block (0: the largest up to 64 "
+                     "whose tiles fit the chip's shared memory)"),
+      llvm::cl::init(0)};
+  Option<int64_t> kvTile{
+      *this, "kv-tile",
+      llvm::cl::desc("keys per kv-loop step (0: the largest up to 64 whose "
+                     "tiles fit the chip's shared memory)"),
+      llvm::cl::init(0)};
   Option<int64_t> threads{*this, "threads",
                           llvm::cl::desc("threads per block (1 to 1024)"),
                           llvm::cl::init(128)};
@@ -61,7 +71,17 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
       llvm::cl::desc("stop after this stage: tile, decompose, bufferize, "
                      "gpu, nvvm or binary"),
       llvm::cl::init("binary")};
+  Option<bool> boundsChecks{
+      *this, "bounds-checks",
+      llvm::cl::desc("guard the regions' reads of captured tensors and their "
+                     "integer divisions; a violation prints what and where "
+                     "and stops the kernel with a trap"),
+      llvm::cl::init(false)};
 };
+
+/// The largest q-tile, kv-tile and row-tile the pipelines accept: larger
+/// tiles fit no target and would overflow size computations.
+constexpr int64_t kMaxTile = 1 << 16;
 
 /// attn-lower-to-nvvm: attention to a gpu.binary for an NVIDIA GPU. Invalid
 /// options (a missing or unknown chip) are reported through `errorHandler`.

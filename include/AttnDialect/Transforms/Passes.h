@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -15,6 +16,13 @@
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::attn {
+
+/// The host function that attn-decompose-attention's bounds checks call on
+/// the CPU: (error, region, argument, dim, index, size), all i64; error 1 is
+/// a read out of bounds (region 0 is score_mod, 1 mask_mod), 2 a division
+/// by zero and 3 a signed division that overflows (index is the dividend,
+/// size the divisor). The CPU runner defines it.
+constexpr llvm::StringLiteral kRegionErrorFunction = "attnReportRegionError";
 
 #define GEN_PASS_DECL
 #include "AttnDialect/Transforms/Passes.h.inc"

@@ -5,6 +5,22 @@
 
 include "mlir/Pass/PassBase.td"
 
+def RecordShapeContract
+    : Pass<"attn-record-shape-contract", "::mlir::ModuleOp"> {
+  let summary = "record which argument sizes each function's attn ops tie";
+  let description = [{
+    Attaches `attn.shape_contract` to every `func.func` whose arguments attn
+    ops read or write directly: argument names by role (q, k, v, out, lse;
+    input and out of a softmax) and the constraints between their sizes
+    (equal batch, heads and lengths; Hq a multiple of Hkv; a captured tensor
+    indexed by a region's position at least as long as that dimension).
+    Runs first in both pipelines, while the attn ops still say what each
+    argument is; the CPU runner and the kernel bundle's runtime check actual
+    shapes against it before running anything, so mismatched buffers are an
+    error naming both arguments, never an out-of-bounds access.
+  }];
+}
+
 def DecomposeOnlineSoftmax : Pass<"attn-decompose-online-softmax"> {
   let summary = "lower attn.online_softmax to linalg on tensors";
   let description = [{
@@ -12,17 +28,20 @@ def DecomposeOnlineSoftmax : Pass<"attn-decompose-online-softmax"> {
     elementwise maps on tensors, in base 2:
 
     ```
-    c          = scale * log2(e)
     new_max    = max(max, rowmax(scale * S))
-    probs      = exp2(c * S - new_max * log2(e))      (0 where S is -inf)
-    correction = exp2((max - new_max) * log2(e))      (1 where new_max is -inf)
+    probs      = exp2((scale * S - new_max) * log2(e))  (0 where S is -inf)
+    correction = exp2((max - new_max) * log2(e))        (1 where new_max is -inf)
     new_sum    = sum * correction + rowsum(probs)
     ```
 
-    log2(e) is folded into the one multiply by `scale`, so each element costs
-    one fused multiply-add and one exp2. Rows whose running max is still
-    -inf (every score so far masked) get probs 0 and correction 1, never
-    NaN from (-inf) - (-inf).
+    The difference is taken before the multiplication by log2(e): the row's
+    max then gives exactly 1, and the probs summed are the probs returned.
+    Folding log2(e) into one fused multiply-add with a rounded
+    new_max * log2(e) would save an instruction but lose precision as |S|
+    grows (the rounding of that product does not cancel: 2e-3 relative
+    error at |S| = 1e5 in f32). Rows whose running max is still -inf (every
+    score so far masked) get probs 0 and correction 1, never NaN from
+    (-inf) - (-inf).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -44,10 +63,23 @@ def TileAttention : Pass<"attn-tile-attention"> {
     With `thread-rows=R`, each tile is tiled once more into a nested
     `scf.forall` over groups of R query rows marked `#gpu.thread<x>`: one
     GPU thread per R rows of the q-tile.
+
+    With `shared-memory-per-block=S` (a GPU's limit), `q-tile=0` and
+    `kv-tile=0` mean "choose": each op gets the largest of 64x64, 64x32,
+    32x32, 32x16, 16x16, 16x8 and 8x8 (q-tile x kv-tile, keeping whichever of the two
+    is given) whose block tiles fit in S bytes for its head dims and
+    element type. The tile op records its kv-tile as `attn.kv_tile`, which
+    `attn-decompose-attention` follows.
   }];
   let options = [
     Option<"qTile", "q-tile", "int64_t", /*default=*/"64",
-           "query rows per tile">,
+           "query rows per tile (0: choose, with shared-memory-per-block)">,
+    Option<"kvTile", "kv-tile", "int64_t", /*default=*/"0",
+           "keys per kv step to record on GPU tiles (0: choose, with "
+           "shared-memory-per-block)">,
+    Option<"sharedMemoryPerBlock", "shared-memory-per-block", "int64_t",
+           /*default=*/"0",
+           "bytes of shared memory a block may use (0: do not choose tiles)">,
     Option<"gpuMapping", "gpu-mapping", "bool", /*default=*/"false",
            "mark the forall with #gpu.block mapping attributes">,
     Option<"threadRows", "thread-rows", "int64_t", /*default=*/"0",
@@ -80,20 +112,36 @@ def DecomposeAttention : Pass<"attn-decompose-attention"> {
     ```
 
     `score_mod` and `mask_mod` are inlined with whole-problem indices (the
-    op's `offsets` added). Causal ops stop the loop at the diagonal and
+    op's `offsets` added). An op's `attn.kv_tile` attribute (what
+    `attn-tile-attention` chose for a GPU block) overrides `kv-tile`. Causal ops stop the loop at the diagonal and
     split it in two: kv-tiles wholly below the diagonal run without any mask
     arithmetic, only the tiles that cross it compare indices. Without a
     `score_mod` the scale is left to `attn.online_softmax`, which folds it
     into its exp2. A block mask is not needed for correctness (`mask_mod`
     decides every element) and is not read here.
+
+    With `bounds-checks`, each read of a captured tensor in a region is
+    guarded (an index outside the tensor reads nothing and yields 0), and
+    each integer division or remainder is checked for a zero divisor and
+    for INT_MIN / -1 (it then divides by 1). A failed check is reported: on
+    the host by calling `attnReportRegionError(error, region, argument, dim,
+    index, size)`, which the CPU runner defines and turns into an error
+    naming the argument and the index; in GPU kernels by printing the same
+    and trapping, so the launch fails. Regions are only ever evaluated for
+    positions inside the problem (q < M, kv < N).
   }];
   let options = [
     Option<"kvTile", "kv-tile", "int64_t", /*default=*/"64",
-           "keys per step of the kv loop">
+           "keys per step of the kv loop (an op's attn.kv_tile wins)">,
+    Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"false",
+           "check the regions' captured reads and integer divisions">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
@@ -355,7 +403,10 @@ def MapForallToGpu : Pass<"attn-map-forall-to-gpu"> {
     Option<"allowHostLinalg", "allow-host-linalg", "bool", /*default=*/"false",
            "accept linalg ops outside GPU grids">,
     Option<"threads", "threads", "int64_t", /*default=*/"128",
-           "threads per block of a grid that has no thread loops">
+           "threads per block of a grid that has no thread loops">,
+    Option<"sharedMemoryPerBlock", "shared-memory-per-block", "int64_t",
+           /*default=*/"232448",
+           "bytes of shared memory a block may use on the target">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
@@ -411,10 +462,16 @@ def ApproxMathToNVVM : Pass<"attn-approx-math-to-nvvm"> {
     Rewrites f32 `math.exp2` to `llvm.nvvm.ex2.approx.ftz` and `math.log2`
     to `llvm.nvvm.lg2.approx.ftz` (as `llvm.call_intrinsic`), and
     `math.tanh` to PTX `tanh.approx.f32` (sm_75+, Gemma 2's soft-capping),
-    as FlashAttention does, and f32 `math.fma` to `llvm.intr.fma`. `math.exp` and `math.log` become exp2(x *
-    log2(e)) and log2(x) * ln(2) first. Run it on `gpu.module`s before
-    `convert-gpu-to-nvvm`, which would otherwise call CUDA's libdevice:
-    producing PTX then needs no CUDA toolkit.
+    as FlashAttention does, and f32 `math.fma` to `llvm.intr.fma`.
+    `math.exp` and `math.log` become exp2(x * log2(e)) and log2(x) * ln(2)
+    first. The exact scalar ops a region may use that `convert-gpu-to-nvvm`
+    leaves alone or sends to libdevice become LLVM intrinsics: `math.absi`
+    (with |INT_MIN| = INT_MIN, as on the CPU), and f32 `math.absf` and
+    `math.sqrt`, `arith.maxnumf` and `arith.minnumf` (PTX `abs.f32`,
+    `sqrt.rn.f32`, `max.f32`, `min.f32`).
+    Run it on `gpu.module`s before `convert-gpu-to-nvvm`, which would
+    otherwise call CUDA's libdevice: producing PTX then needs no CUDA
+    toolkit.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect"];
@@ -430,7 +487,12 @@ def WriteKernelBundle : Pass<"attn-write-kernel-bundle", "::mlir::ModuleOp"> {
     kernel operand as expressions over the host function's arguments
     (`dim(%arg0, 2)`, `ceildiv(a, 64)`, constants...). Memref operands are
     passed to the kernel as MLIR memref descriptors (allocated pointer,
-    aligned pointer, offset, sizes, strides).
+    aligned pointer, offset, sizes, strides). A function's
+    `attn.shape_contract` (from `attn-record-shape-contract`) becomes its
+    `shape_contract`, which the runtime checks before every launch.
+
+    A binary's name becomes a file name next to bundle.json, so names that
+    are not plain file names (`../x`, `a/b`) are an error.
   }];
   let options = [
     Option<"prefix", "prefix", "std::string", /*default=*/"\"\"",

@@ -1,0 +1,40 @@
+//===- RecordShapeContract.cpp - attn.shape_contract on functions ---------===//
+
+#include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Transforms/Passes.h"
+#include "AttnDialect/Transforms/ShapeContract.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_RECORDSHAPECONTRACT
+#include "AttnDialect/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+struct RecordShapeContractPass
+    : attn::impl::RecordShapeContractBase<RecordShapeContractPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal() || failed(argumentDims(func)))
+        continue;
+      bool hasAttnOps = false;
+      func.walk([&](Operation *op) {
+        if (isa<AttentionOp, SoftmaxOp>(op))
+          hasAttnOps = true;
+      });
+      if (!hasAttnOps)
+        continue;
+      func->setAttr(kShapeContractAttrName,
+                    shapeContractToAttr(&getContext(),
+                                        computeShapeContract(func)));
+    }
+  }
+};
+
+} // namespace
