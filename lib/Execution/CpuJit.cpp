@@ -144,11 +144,15 @@ CpuKernel::compile(ModuleOp module, llvm::StringRef function,
     return error("JIT compilation failed: " +
                  llvm::toString(engine.takeError()));
   kernel->engine = std::move(*engine);
+  // llvm-request-c-wrappers marks the declaration too, so calls may go to
+  // its C-interface name; with only scalar arguments both are the same.
   kernel->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
-    symbols[interner(kRegionErrorFunction)] = {
-        llvm::orc::ExecutorAddr::fromPtr(&reportRegionError),
-        llvm::JITSymbolFlags::Exported};
+    for (std::string name : {kRegionErrorFunction.str(),
+                             "_mlir_ciface_" + kRegionErrorFunction.str()})
+      symbols[interner(name)] = {
+          llvm::orc::ExecutorAddr::fromPtr(&reportRegionError),
+          llvm::JITSymbolFlags::Exported};
     return symbols;
   });
   kernel->contract = computeShapeContract(func);

@@ -3,6 +3,7 @@
 #include "AttnRuntime/GpuReference.h"
 
 #include <cstring>
+#include <limits>
 
 #ifdef ATTN_HAS_GPU_REFERENCE
 extern const char attnReferenceAttentionPtx[];
@@ -41,8 +42,17 @@ bool gpuReferenceAttention(CudaDriver &driver, const ReferenceProblem &p,
       !driver.getFunction(module, "attn_reference_attention", function, error))
     return false;
 
-  int64_t rows = p.batch * p.hq * p.m;
-  size_t outBytes = rows * p.dv * sizeof(double),
+  // Sizes come from the command line: multiply without overflow.
+  int64_t rows = 0, outElements = 0;
+  if (p.batch < 0 || p.hq < 0 || p.m < 0 || p.dv < 0 ||
+      __builtin_mul_overflow(p.batch, p.hq, &rows) ||
+      __builtin_mul_overflow(rows, p.m, &rows) ||
+      __builtin_mul_overflow(rows, p.dv, &outElements) ||
+      outElements > std::numeric_limits<int64_t>::max() / 8) {
+    error = "the GPU reference's output size overflows";
+    return false;
+  }
+  size_t outBytes = outElements * sizeof(double),
          lseBytes = rows * sizeof(double);
   uint64_t outAddress = 0, lseAddress = 0;
   if (!driver.allocate(outBytes, outAddress, error) ||

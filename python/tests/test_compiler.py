@@ -42,7 +42,7 @@ def test_parse_errors_are_value_errors_with_diagnostics():
     }"""
     with pytest.raises(ValueError, match="multiple of key/value heads"):
         attn.Module.parse(bad)
-    with pytest.raises(ValueError, match="--mask must be"):
+    with pytest.raises(ValueError, match="mask= must be one of"):
         attn.attention(mask="diagonal")
 
 
@@ -87,7 +87,7 @@ def test_masks_and_score_mods():
     out = np.zeros_like(q)
     window(q, k, v, out)
     want, _ = reference_attention(
-        q, k, v, keep=lambda b, h, i, j: (j <= i) & (i - j < 16),
+        q, k, v, keep=lambda b, h, i, j: (j <= i) & (i - j <= 16),
         score_mod=lambda s, b, h, i, j: 20 * np.tanh(s / 20))
     assert relative_error(out, want) < 1e-5
     # A document mask reads captured document ids (an extra argument).

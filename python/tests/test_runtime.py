@@ -81,6 +81,45 @@ def test_argument_checks(bundle):
         kernel([1], kv, kv, q)
 
 
+def test_shapes_are_checked_before_any_gpu_work(bundle):
+    """Sizes that do not agree, and read-only outputs, are ValueErrors naming
+    the arguments, raised before anything is allocated or copied (so also
+    without a GPU)."""
+    kernel = attn.Kernel(bundle)
+    if attn.compiler_available:
+        assert kernel.arg_names == ["q", "k", "v", "out"]
+    elif kernel.arg_names[0] != "q":
+        pytest.skip("the prebuilt bundle has no shape contract")
+    q = np.zeros((1, 8, 16, 64), np.float16)
+    kv = np.zeros((1, 2, 16, 64), np.float16)
+    out = np.zeros_like(q)
+    with pytest.raises(ValueError, match=r"\bout\b.*\bq\b|\bq\b.*\bout\b"):
+        kernel(q, kv, kv, np.zeros((1, 8, 1, 64), np.float16))
+    with pytest.raises(ValueError, match=r"\bv\b.*\bk\b|\bk\b.*\bv\b"):
+        kernel(q, kv, kv[:, :, :8].copy(), out)
+    with pytest.raises(ValueError, match="batch"):
+        kernel(np.zeros((4, 8, 16, 64), np.float16), kv, kv,
+               np.zeros((4, 8, 16, 64), np.float16))
+    out.setflags(write=False)
+    with pytest.raises(ValueError, match=r"out \(argument 3\).*read-only"):
+        kernel(q, kv, kv, out)
+
+
+@pytest.fixture(scope="module")
+def softmax_checks(tmp_path_factory):
+    return attn.Kernel(compiled_or_prebuilt(
+        tmp_path_factory, lambda: attn.softmax("f32"),
+        "ATTN_TEST_SOFTMAX_BUNDLE"))
+
+
+def test_softmax_output_smaller_than_input(softmax_checks):
+    if softmax_checks.arg_names[1] != "out":
+        pytest.skip("the prebuilt bundle has no shape contract")
+    with pytest.raises(ValueError, match="out"):
+        softmax_checks(np.ones((64, 4096), np.float32),
+                       np.zeros((1, 1), np.float32))
+
+
 @pytest.mark.skipif(driver_present(), reason="a CUDA driver is present")
 def test_no_driver_is_a_clear_error(bundle):
     kernel = attn.Kernel(bundle)
@@ -101,6 +140,24 @@ def test_numpy_on_the_gpu(bundle):
     out = np.full_like(q, np.nan)
     attn.Kernel(bundle)(q, k, v, out)
     assert relative_error(out, reference_attention(q, k, v, causal=True)[0]) < 2e-3
+
+
+@needs_gpu
+def test_numpy_read_only_inputs_and_empty_arrays(bundle):
+    rng = np.random.default_rng(2)
+    q = rng.uniform(-1, 1, (1, 8, 70, 64)).astype(np.float16)
+    k = rng.uniform(-1, 1, (1, 2, 90, 64)).astype(np.float16)
+    v = rng.uniform(-1, 1, (1, 2, 90, 64)).astype(np.float16)
+    for a in (q, k, v):
+        a.setflags(write=False)
+    out = np.full_like(q, np.nan)
+    kernel = attn.Kernel(bundle)
+    kernel(q, k, v, out)
+    assert relative_error(out, reference_attention(q, k, v, causal=True)[0]) < 2e-3
+    assert not q.flags["WRITEABLE"]
+    # Nothing to compute: no error.
+    empty = np.zeros((1, 8, 0, 64), np.float16)
+    kernel(empty, k, v, np.zeros_like(empty))
 
 
 @needs_gpu

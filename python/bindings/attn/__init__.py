@@ -1,8 +1,9 @@
 """attn: an MLIR compiler for tiled attention, from Python.
 
 Compiler side (needs the attn libraries and MLIR; `attn.compiler_available`):
-build attention and softmax IR, parse and print it, run named pipelines, get
-PTX, write kernel bundles, JIT-run on the CPU on numpy arrays.
+build attention and softmax IR, parse and print it, lower it
+(module.lower_to_nvvm, module.lower_to_cpu, or any pipeline text), get PTX,
+write kernel bundles, JIT-run on the CPU on numpy arrays.
 
 Runtime side (needs only the runtime library; builds without MLIR): load a
 kernel bundle and run it on numpy arrays or GPU tensors (PyTorch tensors,
@@ -16,7 +17,7 @@ anything with ``__cuda_array_interface__``) without copies.
     kernel(q, k, v, out)
 """
 
-from .runtime import Kernel, chip, has_gpu_reference
+from .runtime import Kernel, alibi_slopes, chip, has_gpu_reference
 
 try:
     from .compiler import (Module, CpuKernel, attention, softmax, compile_cpu,
@@ -25,6 +26,6 @@ try:
 except ImportError:  # a runtime-only build (no MLIR)
     compiler_available = False
 
-__all__ = ["Kernel", "chip", "has_gpu_reference", "compiler_available",
-           "Module", "CpuKernel", "attention", "softmax", "compile_cpu",
-           "compile_gpu"]
+__all__ = ["Kernel", "alibi_slopes", "chip", "has_gpu_reference",
+           "compiler_available", "Module", "CpuKernel", "attention",
+           "softmax", "compile_cpu", "compile_gpu"]

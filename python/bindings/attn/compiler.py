@@ -1,62 +1,338 @@
-"""The compiler side of attn (wraps the _compiler extension)."""
+"""The compiler side of attn (wraps the _compiler extension).
 
+Every argument is checked here, before any C++ runs, so that a mistake is
+reported under its Python name (`mask=`, `heads=`, ...)."""
+
+import math
+import numbers
 import os
+import re
+import shutil
+import struct
 import tempfile
 
-from ._compiler import Module, CpuKernel, attention_source, softmax_source
+from ._compiler import (Module, CpuKernel, attention_source, softmax_source,
+                        _max_tile)
 
-_MASKS = "none, 'sliding-window:W', 'document', 'prefix:P'"
-_SCORE_MODS = "none, 'alibi', 'softcap:C', 'relative', 'checkerboard'"
+_DTYPES = ("f32", "f16", "bf16")
+_MASKS = "None, 'sliding-window:W', 'document', 'prefix:P'"
+_SCORE_MODS = "None, 'alibi', 'softcap:C', 'relative', 'checkerboard'"
+_INT64_MAX = 2**63 - 1
 
 
 def attention(dtype="f32", head_dim=64, value_dim=None, causal=False,
               lse=False, mask=None, score_mod=None, scale=None, batch=None,
               heads=None, q_len=None, kv_len=None):
-    """A module with one function @attention(query, key, value, out
-    [, logsumexp] [, captures]) holding one attn.attention.
+    """A module with one function @attention(q, k, v, out [, lse]
+    [, doc] [, slopes]) holding one attn.attention.
 
-    Sizes left as None are dynamic (one kernel serves them all); `heads` is
-    Hq or (Hq, Hkv) for GQA/MQA. `mask` is one of %s (document ids are a
-    captured i32 argument); `score_mod` one of %s (ALiBi slopes are a
-    captured f32 argument). `scale` defaults to 1/sqrt(head_dim).
+    Shapes: q [B, Hq, M, D], k [B, Hkv, N, D], v [B, Hkv, N, Dv], out
+    [B, Hq, M, Dv], lse [B, Hq, M] f32 (natural-log logsumexp of each row,
+    when `lse=True`). `dtype` is 'f32', 'f16' or 'bf16'; `head_dim` (D) and
+    `value_dim` (Dv, default D) are multiples of 8 from 16 to 256.
+
+    Sizes left as None are dynamic (one kernel serves them all; 0 is then a
+    valid run-time size); `batch`, `q_len` and `kv_len` may be fixed to a
+    positive int. `heads` is Hq, or (Hq, Hkv) for GQA/MQA (Hq a multiple of
+    Hkv; either may be None). `scale` multiplies q.k (a finite positive
+    number; default 1/sqrt(D)). `causal=True` keeps kv <= q.
+
+    FlexAttention's examples, with s = scale * q.k, q and kv the query and
+    key rows, h the query head. `mask` (which scores are kept), None or:
+      'sliding-window:W'  kv <= q and q - kv <= W  (W a positive int)
+      'prefix:P'          kv <= P or kv <= q  (P a non-negative int)
+      'document'          doc[q] == doc[kv] and kv <= q, doc an int32 array
+                          of document ids of length >= max(M, N) (the
+                          captured argument after out and lse)
+    `score_mod` (what a kept score becomes), None or:
+      'alibi'             s + slopes[h] * (q - kv), slopes a float32 array
+                          of length >= Hq (the last argument; the usual
+                          slopes are attn.alibi_slopes(Hq))
+      'softcap:C'         C * tanh(s / C)  (C a finite positive number)
+      'relative'          s + (q - kv)
+      'checkerboard'      s / 2 where |q - kv| is odd, s where it is even
+    Callables are not accepted yet.
     """
-    hq, hkv = (heads if isinstance(heads, (tuple, list)) else (heads, heads))
+    dtype = _check_dtype(dtype)
+    head_dim = _check_head_dim("head_dim", head_dim)
+    if value_dim is not None:
+        value_dim = _check_head_dim("value_dim", value_dim)
+    causal = _check_bool("causal", causal)
+    lse = _check_bool("lse", lse)
+    mask = _check_mask(mask)
+    score_mod = _check_score_mod(score_mod)
+    scale = _check_scale(scale)
+    hq, hkv = _check_heads(heads)
+    batch, q_len, kv_len = (_check_size(name, size) for name, size in
+                            (("batch=", batch), ("q_len=", q_len),
+                             ("kv_len=", kv_len)))
     text = attention_source(
-        dtype, head_dim, value_dim or 0, causal, lse, mask or "none",
-        score_mod or "none", scale or 0.0, _dim(batch), _dim(hq), _dim(hkv),
-        _dim(q_len), _dim(kv_len))
+        dtype, head_dim, value_dim or 0, causal, lse, mask, score_mod,
+        scale or 0.0, _dim(batch), _dim(hq), _dim(hkv), _dim(q_len),
+        _dim(kv_len))
     return Module.parse(text)
-
-
-attention.__doc__ = attention.__doc__ % (_MASKS, _SCORE_MODS)
 
 
 def softmax(dtype="f32"):
     """A module with @softmax(x, out) over the last dim of [?, ?] tensors."""
-    return Module.parse(softmax_source(dtype))
+    return Module.parse(softmax_source(_check_dtype(dtype)))
 
 
-def compile_cpu(module, function="", q_tile=64, kv_tile=64, row_tile=4096):
+def compile_cpu(module, function="", q_tile=64, kv_tile=64, row_tile=4096,
+                bounds_checks=True):
     """Compiles a function of `module` with attn-lower-to-cpu; the result is
     called with one C-contiguous numpy array per argument (bf16 as uint16
-    bits) and writes its outputs in place."""
-    return CpuKernel.compile(module, function, q_tile, kv_tile, row_tile)
+    bits; inputs may be read-only) and writes its outputs in place. Sizes
+    that do not agree (out shorter than q, K and V of different lengths,
+    short captured arrays...) raise ValueError before anything runs.
+    `bounds_checks` adds run-time checks of the accesses of mask and score
+    mod regions to captured arrays."""
+    _check_module(module)
+    function = _check_str("function", function)
+    q_tile, kv_tile, row_tile = (_check_positive(name, value, _max_tile)
+                                 for name, value in (("q_tile", q_tile),
+                                                     ("kv_tile", kv_tile),
+                                                     ("row_tile", row_tile)))
+    bounds_checks = _check_bool("bounds_checks", bounds_checks)
+    return CpuKernel.compile(module, function, q_tile, kv_tile, row_tile,
+                             bounds_checks)
 
 
-def compile_gpu(module, chip, directory=None, q_tile=64, kv_tile=64,
-                threads=128, function=""):
-    """Compiles `module` with attn-lower-to-nvvm for `chip` (e.g. 'sm_90'),
-    writes the kernel bundle to `directory` (a new temporary one by default)
-    and returns an attn.Kernel that runs it (on a machine with a GPU)."""
+def compile_gpu(module, chip=None, directory=None, q_tile=None, kv_tile=None,
+                threads=128, function="", bounds_checks=False):
+    """Compiles `module` with attn-lower-to-nvvm for `chip` (e.g. 'sm_90';
+    by default the chip of this machine's GPU), writes the kernel bundle and
+    returns an attn.Kernel that runs it (on a machine with a GPU).
+
+    `q_tile` and `kv_tile` default to the largest tiles whose buffers fit
+    the chip's shared memory. The bundle goes to `directory`, which is kept;
+    by default to a temporary directory, removed once the kernel is loaded
+    (the kernel holds its code in memory)."""
     from .runtime import Kernel
+    from . import _runtime
+    _check_module(module)
+    if chip is None:
+        try:
+            chip = _runtime.chip()
+        except RuntimeError as error:
+            reason = re.sub(r"^attn: ", "", str(error))
+            raise RuntimeError(
+                "attn: compile_gpu needs chip= (e.g. 'sm_90') when there is "
+                f"no GPU to take it from ({reason})") from None
+    chip = _check_chip(chip)
+    if directory is not None and not isinstance(directory, (str, bytes)) \
+            and not hasattr(directory, "__fspath__"):
+        raise TypeError("attn: directory= must be a path or None, got "
+                        f"{type(directory).__name__}")
+    # None: the pipeline chooses tiles that fit the chip's shared memory.
+    q_tile, kv_tile = (0 if value is None
+                       else _check_positive(name, value, _max_tile)
+                       for name, value in (("q_tile", q_tile),
+                                           ("kv_tile", kv_tile)))
+    threads = _check_positive("threads", threads, 1024)
+    function = _check_str("function", function)
+    bounds_checks = _check_bool("bounds_checks", bounds_checks)
     lowered = module.clone()
-    lowered.run_pipeline(
-        f"builtin.module(attn-lower-to-nvvm{{chip={chip} q-tile={q_tile} "
-        f"kv-tile={kv_tile} threads={threads}}})")
-    directory = directory or tempfile.mkdtemp(prefix="attn-")
-    lowered.write_bundle(os.path.join(directory, ""))
-    return Kernel(os.path.join(directory, "bundle.json"), function)
+    lowered.lower_to_nvvm(chip, q_tile=q_tile, kv_tile=kv_tile,
+                          threads=threads, bounds_checks=bounds_checks)
+    if directory is not None:
+        directory = os.fsdecode(directory)
+        lowered.write_bundle(os.path.join(directory, ""))
+        return Kernel(os.path.join(directory, "bundle.json"), function)
+    temporary = tempfile.mkdtemp(prefix="attn-")
+    try:
+        lowered.write_bundle(os.path.join(temporary, ""))
+        return Kernel(os.path.join(temporary, "bundle.json"), function)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
 
 
 def _dim(size):
-    return -1 if size is None else int(size)
+    return -1 if size is None else size
+
+
+# Checks of Python arguments; each returns the value to use.
+
+def _type_name(value):
+    return type(value).__name__
+
+
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not _is_bool(value)
+
+
+def _is_bool(value):
+    return isinstance(value, bool) or (
+        type(value).__module__ == "numpy" and type(value).__name__ in
+        ("bool_", "bool"))
+
+
+def _check_bool(name, value):
+    if not _is_bool(value):
+        raise TypeError(f"attn: {name}= must be True or False, got "
+                        f"{value!r} ({_type_name(value)})")
+    return bool(value)
+
+
+def _check_str(name, value):
+    if not isinstance(value, str):
+        raise TypeError(f"attn: {name}= must be a str, got "
+                        f"{_type_name(value)}")
+    return value
+
+
+def _check_module(module):
+    if not isinstance(module, Module):
+        raise TypeError("attn: expected an attn.Module (attn.attention(), "
+                        "attn.softmax(), attn.Module.parse(text)), got "
+                        f"{_type_name(module)}")
+
+
+def _check_dtype(dtype):
+    if not isinstance(dtype, str) or dtype not in _DTYPES:
+        raise ValueError(f"attn: dtype= must be 'f32', 'f16' or 'bf16', not "
+                         f"{dtype!r}")
+    return dtype
+
+
+def _check_int(name, value, what):
+    if not _is_int(value):
+        raise TypeError(f"attn: {name}= must be {what}, got {value!r} "
+                        f"({_type_name(value)})")
+    return int(value)
+
+
+def _check_positive(name, value, largest):
+    value = _check_int(name, value, "a positive int")
+    if not 0 < value <= largest:
+        raise ValueError(f"attn: {name}= must be a positive int up to "
+                         f"{largest}, not {value}")
+    return value
+
+
+def _check_head_dim(name, value):
+    """The op's rule (verifyHeadDim): a multiple of 8 from 16 to 256."""
+    value = _check_int(name, value, "an int")
+    if not (16 <= value <= 256 and value % 8 == 0):
+        raise ValueError(f"attn: {name}= must be a multiple of 8 from 16 to "
+                         f"256, not {value}")
+    return value
+
+
+def _check_size(name, value):
+    """None (dynamic: any size at run time, 0 included) or a static size;
+    `name` is how the message names it ("batch=", "heads=(8, 0): Hkv")."""
+    if value is None:
+        return None
+    if not _is_int(value):
+        raise TypeError(f"attn: {name} must be None (dynamic) or a positive "
+                        f"int, got {value!r} ({_type_name(value)})")
+    if not 0 < value <= _INT64_MAX:
+        raise ValueError(f"attn: {name} must be None (dynamic, which allows "
+                         f"any size at run time, 0 included) or a positive "
+                         f"int, not {value}")
+    return int(value)
+
+
+def _check_heads(heads):
+    """(Hq, Hkv), each None (dynamic) or a positive int."""
+    if isinstance(heads, (tuple, list)):
+        if len(heads) != 2:
+            raise ValueError("attn: heads= must be Hq or (Hq, Hkv), got "
+                             f"{len(heads)} values")
+        hq = _check_size(f"heads={tuple(heads)!r}: Hq", heads[0])
+        hkv = _check_size(f"heads={tuple(heads)!r}: Hkv", heads[1])
+        if hq is not None and hkv is not None and hq % hkv:
+            raise ValueError(f"attn: heads=({hq}, {hkv}): Hq must be a "
+                             "multiple of Hkv")
+        return hq, hkv
+    heads = _check_size("heads=", heads)
+    return heads, heads
+
+
+def _to_f32(value):
+    """value as a float32 (the op's attributes and constants are f32); inf
+    when it overflows."""
+    try:
+        return struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        return math.inf
+
+
+def _check_positive_float(name, value):
+    """A finite number > 0, also once rounded to float32."""
+    if not isinstance(value, numbers.Real) or _is_bool(value):
+        raise TypeError(f"attn: {name} must be a number, got {value!r} "
+                        f"({_type_name(value)})")
+    value = float(value)
+    f32 = _to_f32(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"attn: {name} must be a finite positive number, "
+                         f"not {value!r}")
+    if not (math.isfinite(f32) and f32 > 0):
+        raise ValueError(f"attn: {name} must be a finite positive number "
+                         f"as a float32, not {value!r}")
+    return value
+
+
+def _check_scale(scale):
+    if scale is None:
+        return None
+    return _check_positive_float("scale=", scale)
+
+
+def _no_callables(name, value, accepted):
+    if callable(value):
+        raise TypeError(f"attn: {name}= does not accept callables yet; pass "
+                        f"one of {accepted}")
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"attn: {name}= must be one of {accepted}, got "
+                        f"{_type_name(value)}")
+
+
+def _check_mask(mask):
+    """The C++ builder's spelling of a documented mask."""
+    _no_callables("mask", mask, _MASKS)
+    if mask is None or mask == "none":
+        return "none"
+    if mask == "document":
+        return mask
+    m = re.fullmatch(r"(sliding-window|prefix):(.*)", mask)
+    if m:
+        kind, text = m.groups()
+        value = int(text) if re.fullmatch(r"[0-9]+", text) else None
+        if kind == "sliding-window" and (value is None or
+                                         not 0 < value <= _INT64_MAX):
+            raise ValueError("attn: mask='sliding-window:W' needs W a "
+                             f"positive int, not {text!r}")
+        if kind == "prefix" and (value is None or value > _INT64_MAX):
+            raise ValueError("attn: mask='prefix:P' needs P a non-negative "
+                             f"int, not {text!r}")
+        return f"{kind}:{value}"
+    raise ValueError(f"attn: mask= must be one of {_MASKS}, not {mask!r}")
+
+
+def _check_score_mod(score_mod):
+    _no_callables("score_mod", score_mod, _SCORE_MODS)
+    if score_mod is None or score_mod == "none":
+        return "none"
+    if score_mod in ("alibi", "relative", "checkerboard"):
+        return score_mod
+    m = re.fullmatch(r"softcap:(.*)", score_mod)
+    if m:
+        text = m.group(1)
+        if not re.fullmatch(r"([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?",
+                            text):
+            raise ValueError("attn: score_mod='softcap:C' needs C a finite "
+                             f"positive number, not {text!r}")
+        cap = _check_positive_float("score_mod='softcap:C': C", float(text))
+        return f"softcap:{cap!r}"
+    raise ValueError(f"attn: score_mod= must be one of {_SCORE_MODS}, not "
+                     f"{score_mod!r}")
+
+
+def _check_chip(chip):
+    if not isinstance(chip, str) or not re.fullmatch(r"sm_[0-9]+a?", chip):
+        raise ValueError("attn: chip= must look like 'sm_90' or 'sm_90a', "
+                         f"not {chip!r}")
+    return chip

@@ -6,6 +6,7 @@ tensors: objects with __cuda_array_interface__, or PyTorch CUDA tensors
 (bf16 included), which are used in place.
 """
 
+import numbers
 import re
 
 from . import _runtime
@@ -34,13 +35,23 @@ def _parse_memref(text):
 
 class Kernel:
     """A function of a kernel bundle (bundle.json written by
-    attn-write-kernel-bundle), callable on arrays: kernel(q, k, v, out)."""
+    attn-write-kernel-bundle), callable on arrays: kernel(q, k, v, out).
+    Arrays whose sizes break the bundle's shape contract (out shorter than
+    q, K and V of different lengths, short captured arrays...) raise
+    ValueError before any GPU work; numpy inputs may be read-only, outputs
+    must be writable."""
 
     def __init__(self, bundle, function=""):
         self._bundle = _runtime.Bundle(bundle)
         self.function = function or self._bundle.functions[0]
         self.arg_types = [_parse_memref(t)
                           for t in self._bundle.arg_types(self.function)]
+        # Names from the bundle's shape contract ("q", "out", ...), for
+        # messages; "argument N" for the others (and bundles without one).
+        names = list(self._bundle.arg_names(self.function))
+        self.arg_names = [names[i] if i < len(names) and names[i]
+                          else f"argument {i}"
+                          for i in range(len(self.arg_types))]
 
     def __call__(self, *arrays):
         if len(arrays) != len(self.arg_types):
@@ -51,11 +62,22 @@ class Kernel:
         if len(on_gpu) != 1:
             raise ValueError("attn: pass all arrays on the GPU or all on the "
                              "host (numpy), not a mix")
+        # The sizes' agreement (the bundle's shape contract: out as long as
+        # q, K and V of one length, captured arrays long enough...), before
+        # any GPU work (launch checks it again).
+        self._check_shapes([v[1] for v in views])
         if on_gpu == {True}:
             self._bundle.launch(self.function, [(v[0], v[1]) for v in views])
             return
-        # Host arrays: copy in, run, copy every buffer back in place.
+        # Host arrays: every check first, then copy in, run, and copy back
+        # into the writable arrays (read-only ones are inputs: a kernel that
+        # wrote one is an error, and the array is left as it was).
         import numpy as np
+        for i, a in enumerate(arrays):
+            if not a.flags["WRITEABLE"] and self._is_output(i):
+                raise ValueError(f"attn: {self._describe(i)}: the array is "
+                                 "read-only, but the kernel writes its "
+                                 "results into it")
         addresses = []
         try:
             for a in arrays:
@@ -64,25 +86,48 @@ class Kernel:
             self._bundle.launch(self.function,
                                 [(addr, list(a.shape))
                                  for addr, a in zip(addresses, arrays)])
-            for addr, a in zip(addresses, arrays):
-                data = _runtime.copy_to_host(addr, a.nbytes)
-                a[...] = np.frombuffer(data, dtype=a.dtype).reshape(a.shape)
+            results = [_runtime.copy_to_host(addr, a.nbytes)
+                       for addr, a in zip(addresses, arrays)]
         finally:
             for addr in addresses:
                 _runtime.free(addr)
+        for i, (data, a) in enumerate(zip(results, arrays)):
+            if not a.flags["WRITEABLE"] and data != a.tobytes():
+                raise ValueError(f"attn: {self._describe(i)}: the array is "
+                                 "read-only, but the kernel wrote results "
+                                 "into it (none were copied back)")
+        for data, a in zip(results, arrays):
+            if a.flags["WRITEABLE"]:
+                a[...] = np.frombuffer(data, dtype=a.dtype).reshape(a.shape)
+
+    def _check_shapes(self, shapes):
+        """ValueError when the shapes break the bundle's shape contract."""
+        message = self._bundle.check_arguments(self.function, shapes)
+        if message:
+            raise ValueError(f"attn: {message}")
+
+    def _is_output(self, i):
+        return self.arg_names[i] in ("out", "lse")
+
+    def _describe(self, i):
+        name, number = self.arg_names[i], f"argument {i}"
+        if name != number:
+            return f"{name} ({number}) of @{self.function}"
+        return f"{number} of @{self.function}"
 
     def _view(self, i, a):
         """(address, shape, on_gpu) of argument i, checked against the
         bundle's type."""
         dims, elem = self.arg_types[i]
-        where = f"attn: argument {i} of @{self.function}"
+        where = f"attn: {self._describe(i)}"
         if hasattr(a, "__cuda_array_interface__") and not hasattr(a, "data_ptr"):
             cai = a.__cuda_array_interface__
             shape, typestr = list(cai["shape"]), cai["typestr"]
             if typestr not in _TYPES[elem][3]:
                 raise TypeError(f"{where}: expected {elem} elements, got "
                                 f"typestr {typestr}")
-            if cai.get("strides") not in (None, _contiguous(shape, _TYPES[elem][0])):
+            if cai.get("strides") not in (None, _contiguous(shape, _TYPES[elem][0])) \
+                    and _count(shape) > 0:  # an empty array has no layout
                 raise ValueError(f"{where}: the array must be C-contiguous")
             address, on_gpu = cai["data"][0], True
         elif hasattr(a, "data_ptr") and hasattr(a, "is_cuda"):  # PyTorch
@@ -118,6 +163,30 @@ class Kernel:
             if want >= 0 and want != got:
                 raise ValueError(f"{where}: dim {d} must be {want}, got {got}")
         return address, shape, on_gpu
+
+
+def alibi_slopes(num_heads):
+    """The ALiBi slopes of FlexAttention's notebook as a float32 numpy array
+    of length `num_heads`: slope[h] = 2^(-8 (h + 1) / num_heads). Pass it as
+    the captured argument of attn.attention(score_mod='alibi')."""
+    import numpy as np
+    if isinstance(num_heads, bool) or \
+            not isinstance(num_heads, numbers.Integral):
+        raise TypeError("attn: num_heads= must be a positive int, got "
+                        f"{type(num_heads).__name__}")
+    num_heads = int(num_heads)
+    if num_heads <= 0:
+        raise ValueError(f"attn: num_heads= must be a positive int, not "
+                         f"{num_heads}")
+    h = np.arange(1, num_heads + 1, dtype=np.float64)
+    return np.exp2(-8.0 * h / num_heads).astype(np.float32)
+
+
+def _count(shape):
+    count = 1
+    for size in shape:
+        count *= size
+    return count
 
 
 def _contiguous(shape, itemsize):
