@@ -87,11 +87,11 @@ CpuKernel::compile(ModuleOp module, llvm::StringRef function,
   };
   for (Type type : func.getArgumentTypes())
     if (!isa<RankedTensorType, MemRefType>(type))
-      return error("@" + function + " takes a " + text(type) +
+      return error("@" + function + " takes " + text(type) +
                    "; compiled functions take only ranked tensors");
   for (Type type : func.getResultTypes())
     if (!isa<RankedTensorType, MemRefType>(type))
-      return error("@" + function + " returns a " + text(type) +
+      return error("@" + function + " returns " + text(type) +
                    "; compiled functions return only the tensors their attn "
                    "ops write in place");
   OwningOpRef<ModuleOp> compiled = module.clone();

@@ -13,6 +13,7 @@
 #include "AttnRuntime/HostTensor.h"
 
 #include "AttnDialect/IR/AttnOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Error.h"
 
@@ -20,20 +21,43 @@ namespace attn_run {
 
 using attn_runtime::HostTensor;
 
-/// Evaluates the scalar ops of score_mod/mask_mod regions on doubles:
-/// arith, math, and tensor.extract from captured tensors.
+/// A value of a region: an integer (i1 to i64, index) as the sign-extended
+/// two's complement of its width, or a float as a double (the reference
+/// computes every float type in double precision).
+struct Scalar {
+  int64_t i = 0;
+  double f = 0;
+
+  static Scalar ofInt(int64_t value) { return {value, 0}; }
+  static Scalar ofFloat(double value) { return {0, value}; }
+};
+
+/// Evaluates the scalar ops of score_mod/mask_mod regions: arith, math, and
+/// tensor.extract from captured tensors. Integers are exact and wrap as MLIR
+/// defines; what MLIR leaves undefined (division by zero, signed division
+/// overflow, out-of-bounds reads, shifts past the width, poison from
+/// overflow flags or out-of-range conversions) is an error naming the op,
+/// not a made-up value: the compiled kernel's answer is not defined either.
 class RegionInterpreter {
 public:
   explicit RegionInterpreter(
       llvm::DenseMap<mlir::Value, const HostTensor *> captures)
       : captures(std::move(captures)) {}
 
-  /// Reports the first op the interpreter cannot evaluate.
-  llvm::Error check(mlir::Region &region) const;
-  /// The region's yielded value for the given block arguments.
-  double run(mlir::Region &region, llvm::ArrayRef<double> args) const;
+  /// Reports the first op of the region (`name`: score_mod or mask_mod)
+  /// that the interpreter cannot evaluate: an unknown op, a non-scalar
+  /// type, or a value from above the region that is not a constant.
+  llvm::Error check(mlir::Region &region, llvm::StringRef name) const;
+  /// The region's yielded value for the given block arguments, or the
+  /// error of the first op whose result is undefined for them.
+  llvm::Expected<Scalar> run(mlir::Region &region,
+                             llvm::ArrayRef<Scalar> args) const;
 
 private:
+  /// tensor.extract: an in-bounds element of a captured tensor.
+  llvm::Expected<Scalar> extractElement(mlir::tensor::ExtractOp extract,
+                                        llvm::ArrayRef<Scalar> indices) const;
+
   llvm::DenseMap<mlir::Value, const HostTensor *> captures;
 };
 
@@ -44,11 +68,12 @@ struct ReferenceResult {
   int64_t visiblePairs = 0;
 };
 
-/// q, k, v hold the (rounded) inputs the kernel saw.
-ReferenceResult referenceAttention(mlir::attn::AttentionOp op,
-                                   const RegionInterpreter &interpreter,
-                                   const HostTensor &q, const HostTensor &k,
-                                   const HostTensor &v);
+/// q, k, v hold the (rounded) inputs the kernel saw. Fails with the region
+/// and the (b, h, q, kv) position where a region's result is undefined.
+llvm::Expected<ReferenceResult>
+referenceAttention(mlir::attn::AttentionOp op,
+                   const RegionInterpreter &interpreter, const HostTensor &q,
+                   const HostTensor &k, const HostTensor &v);
 
 } // namespace attn_run
 

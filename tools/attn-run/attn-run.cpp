@@ -35,9 +35,12 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -49,10 +52,38 @@
 #include <optional>
 #include <random>
 
+#include <unistd.h>
+
 using namespace mlir;
 using namespace attn_run;
 using namespace attn_runtime;
 namespace cl = llvm::cl;
+
+namespace {
+
+/// Parses a size flag strictly: decimal digits only, up to INT64_MAX. LLVM's
+/// own integer parser also takes a sign and 0x or octal (010 = 8) prefixes,
+/// which no size means. (A parser<long long> so that cl::opt can print it.)
+class SizeParser : public cl::parser<long long> {
+public:
+  using cl::parser<long long>::parser;
+
+  // Returns true on error, as cl parsers do.
+  bool parse(cl::Option &option, StringRef, StringRef arg, long long &value) {
+    if (arg.empty() || !llvm::all_of(arg, llvm::isDigit) ||
+        arg.getAsInteger(10, value))
+      return option.error("'" + arg +
+                          "' is not a size: sizes are decimal integers from "
+                          "0 to 9223372036854775807");
+    return false;
+  }
+  StringRef getValueName() const override { return "int"; }
+};
+
+using SizeList = cl::list<int64_t, bool, SizeParser>;
+using SizeOpt = cl::opt<int64_t, false, SizeParser>;
+
+} // namespace
 
 static cl::OptionCategory category("attn-run options");
 static cl::opt<std::string> inputFile(cl::Positional, cl::init(""),
@@ -66,10 +97,9 @@ static cl::opt<std::string> chip("chip", cl::init(""),
                                  cl::desc("--target=gpu: the chip to compile "
                                           "for (default: the GPU's own)"),
                                  cl::cat(category));
-static cl::opt<int64_t>
-    blockThreads("block-threads", cl::init(128),
-                 cl::desc("--target=gpu: threads per block"),
-                 cl::cat(category));
+static SizeOpt blockThreads("block-threads", cl::init(128),
+                            cl::desc("--target=gpu: threads per block"),
+                            cl::cat(category));
 static cl::opt<std::string> reference(
     "reference", cl::init("auto"),
     cl::desc("auto (the GPU's float64 kernel for large problems without "
@@ -81,24 +111,21 @@ static cl::opt<int> repeat("repeat", cl::init(0),
                            cl::cat(category));
 // Sizes are lists: attn-run compiles once and runs every combination, which
 // is also the proof that one kernel serves every B, H, M and N.
-static cl::list<int64_t> batches("batch", cl::CommaSeparated,
-                                 cl::desc("B values (default 1)"),
-                                 cl::cat(category));
+static SizeList batches("batch", cl::CommaSeparated,
+                        cl::desc("B values (default 1)"), cl::cat(category));
 static cl::list<std::string>
     headPairs("heads", cl::CommaSeparated,
               cl::desc("Hq:Hkv pairs, e.g. 8:2 (default 4:4)"),
               cl::cat(category));
-static cl::list<int64_t> qLens("q-len", cl::CommaSeparated,
-                               cl::desc("M values (default 64)"),
-                               cl::cat(category));
-static cl::list<int64_t> kvLens("kv-len", cl::CommaSeparated,
-                                cl::desc("N values (default: M)"),
-                                cl::cat(category));
-static cl::opt<int64_t> headDim("head-dim", cl::init(64),
-                                cl::desc("D (without an input file)"),
-                                cl::cat(category));
-static cl::opt<int64_t> valueDim("value-dim", cl::init(0),
-                                 cl::desc("Dv (default D)"), cl::cat(category));
+static SizeList qLens("q-len", cl::CommaSeparated,
+                      cl::desc("M values (default 64)"), cl::cat(category));
+static SizeList kvLens("kv-len", cl::CommaSeparated,
+                       cl::desc("N values (default: M)"), cl::cat(category));
+static SizeOpt headDim("head-dim", cl::init(64),
+                       cl::desc("D (without an input file)"),
+                       cl::cat(category));
+static SizeOpt valueDim("value-dim", cl::init(0), cl::desc("Dv (default D)"),
+                        cl::cat(category));
 static cl::opt<std::string> dtype("dtype", cl::init("f32"),
                                   cl::desc("f32, f16 or bf16"),
                                   cl::cat(category));
@@ -122,26 +149,32 @@ static cl::opt<std::string> opName("op", cl::init("attention"),
                                    cl::desc("attention or softmax (without "
                                             "an input file)"),
                                    cl::cat(category));
-static cl::list<int64_t> softmaxRows("rows", cl::CommaSeparated,
-                                     cl::desc("softmax rows (default 4)"),
-                                     cl::cat(category));
-static cl::list<int64_t> rowLens("row-len", cl::CommaSeparated,
-                                 cl::desc("softmax row lengths (default "
-                                          "1000)"),
-                                 cl::cat(category));
+static SizeList softmaxRows("rows", cl::CommaSeparated,
+                            cl::desc("softmax rows (default 4)"),
+                            cl::cat(category));
+static SizeList rowLens("row-len", cl::CommaSeparated,
+                        cl::desc("softmax row lengths (default 1000)"),
+                        cl::cat(category));
 static cl::opt<bool> emitVariant("emit-variant",
                                  cl::desc("print the generated IR and stop"),
                                  cl::cat(category));
-static cl::opt<int64_t> qTile("q-tile", cl::init(64), cl::cat(category));
+static SizeOpt qTile("q-tile", cl::init(64), cl::cat(category));
 static cl::opt<std::string> transformFile(
     "transform", cl::init(""),
     cl::desc("a transform-dialect file whose @__transform_main runs on the "
              "input before the CPU pipeline (e.g. split-kv tiling)"),
     cl::value_desc("FILE.mlir"), cl::cat(category));
-static cl::opt<int64_t> kvTile("kv-tile", cl::init(64), cl::cat(category));
-static cl::opt<int64_t> rowTile("row-tile", cl::init(4096),
-                                cl::desc("softmax elements per step"),
-                                cl::cat(category));
+static SizeOpt kvTile("kv-tile", cl::init(64), cl::cat(category));
+static cl::opt<bool> boundsChecks(
+    "bounds-checks", cl::init(true),
+    cl::desc("compile the CPU kernel with region bounds checks: a captured "
+             "read out of bounds or a division by zero is an error naming "
+             "the argument and the index (default on; "
+             "--bounds-checks=false measures the unchecked kernel)"),
+    cl::cat(category));
+static SizeOpt rowTile("row-tile", cl::init(4096),
+                       cl::desc("softmax elements per step"),
+                       cl::cat(category));
 static cl::opt<unsigned> seed("seed", cl::init(1), cl::cat(category));
 static cl::opt<double> tolerance(
     "tolerance", cl::init(0.0),
@@ -157,6 +190,79 @@ namespace {
   llvm::errs() << "attn-run: error: " << message << "\n";
   std::exit(2);
 }
+
+/// What attn-run is allocating now, for the out-of-memory message (set
+/// beforehand: the handler itself must not allocate).
+std::string allocating;
+
+/// Failed allocations end in an error, exit code 2, rather than LLVM's
+/// "out of memory" abort: a size too large for this machine is bad input.
+[[noreturn]] void outOfMemory(void *, const char *, bool) {
+  llvm::outs().flush();
+  llvm::errs() << "attn-run: error: out of memory";
+  if (!allocating.empty())
+    llvm::errs() << " (" << allocating << ")";
+  llvm::errs() << "\n";
+  std::_Exit(2);
+}
+
+/// Bytes of physical memory, or 0 where the system does not say.
+uint64_t physicalMemory() {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && pageSize > 0)
+    return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
+#endif
+  return 0;
+}
+
+/// The host memory of one case (its buffers and its float64 reference),
+/// counted with overflow checks: a count that wrapped would make buffers
+/// shorter than the kernel writes.
+class Footprint {
+public:
+  explicit Footprint(std::string name) : name(std::move(name)) {}
+
+  /// Adds `what`, `shape` elements of `elementBytes` each.
+  void add(const llvm::Twine &what, ArrayRef<int64_t> shape,
+           int64_t elementBytes) {
+    std::string dims = llvm::join(
+        llvm::map_range(shape, [](int64_t d) { return std::to_string(d); }),
+        "x");
+    int64_t elements = 1, bytes;
+    for (int64_t dim : shape)
+      if (llvm::MulOverflow(elements, dim, elements))
+        fail(name + ": " + what + " has " + dims +
+             " elements, more than a 64-bit count holds");
+    if (llvm::MulOverflow(elements, elementBytes, bytes) ||
+        llvm::AddOverflow(total, bytes, total))
+      fail(name + ": " + what + " (" + dims + " elements of " +
+           llvm::Twine(elementBytes) +
+           " bytes) takes more bytes than a 64-bit count holds");
+  }
+
+  /// Fails unless the total fits in this machine's memory: a larger
+  /// allocation would fail, or be killed once its pages are touched.
+  void checkFits() const {
+    uint64_t memory = physicalMemory();
+    if (memory && static_cast<uint64_t>(total) > memory)
+      fail(llvm::formatv("{0} needs {1} bytes for its buffers and float64 "
+                         "reference, more than this machine's {2} bytes of "
+                         "memory",
+                         name, total, memory));
+  }
+
+  /// Names the allocation for the out-of-memory handler.
+  void announce() const {
+    allocating = llvm::formatv("{0} needs {1} bytes for its buffers and "
+                               "float64 reference",
+                               name, total);
+  }
+
+private:
+  std::string name;
+  int64_t total = 0;
+};
 
 std::optional<ElementKind> kindOf(Type type) {
   if (type.isF32())
@@ -205,6 +311,7 @@ compileForCpu(ModuleOp module, func::FuncOp func, double &compileMs) {
   options.qTile = qTile;
   options.kvTile = kvTile;
   options.rowTile = rowTile;
+  options.boundsChecks = boundsChecks;
   auto kernel =
       attn::CpuKernel::compile(module, func.getName(), options, transformFile);
   if (!kernel)
@@ -280,13 +387,24 @@ int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
       sizesFor("rows", softmaxRows, inType.getDimSize(0), 4);
   std::vector<int64_t> lengths =
       sizesFor("row-len", rowLens, inType.getDimSize(1), 1000);
+  Type inElement = inType.getElementType(),
+       outElement = outType.getElementType();
+  // Every case's memory, checked before compiling.
+  auto footprint = [&](int64_t m, int64_t n) {
+    Footprint footprint(llvm::formatv("rows={0} length={1}", m, n));
+    footprint.add("the input", {m, n}, elementBytes(*kindOf(inElement)));
+    footprint.add("the output", {m, n}, elementBytes(*kindOf(outElement)));
+    footprint.add("the float64 reference", {m, n}, sizeof(double));
+    return footprint;
+  };
+  for (int64_t m : rows)
+    for (int64_t n : lengths)
+      footprint(m, n).checkFits();
 
   double compileMs;
   std::unique_ptr<attn::CpuKernel> kernel;
   std::unique_ptr<GpuTarget> gpu = compileFor(module, func, kernel, compileMs);
   std::string where = gpu ? "gpu (" + gpu->chip() + ")" : "cpu";
-  Type inElement = inType.getElementType(),
-       outElement = outType.getElementType();
   bool wide = inElement.isF32() && outElement.isF32();
   double allowed = tolerance > 0 ? tolerance.getValue() : (wide ? 1e-5 : 2e-3);
   std::string typeName;
@@ -302,6 +420,7 @@ int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
   double worst = 0;
   for (int64_t m : rows)
     for (int64_t n : lengths) {
+      footprint(m, n).announce();
       std::vector<std::unique_ptr<HostTensor>> buffers;
       buffers.push_back(
           std::make_unique<HostTensor>(*kindOf(inElement), std::vector{m, n}));
@@ -458,11 +577,84 @@ int runAttention(ModuleOp module) {
       if (isCapture(arg.getArgNumber()))
         captures[arg] = &dummy;
     RegionInterpreter interpreter(captures);
-    for (Region *region : {&op.getScoreMod(), &op.getMaskMod()})
+    std::pair<Region *, StringRef> regions[] = {
+        {&op.getScoreMod(), "score_mod"}, {&op.getMaskMod(), "mask_mod"}};
+    for (auto [region, name] : regions)
       if (!region->empty())
-        if (llvm::Error error = interpreter.check(*region))
+        if (llvm::Error error = interpreter.check(*region, name))
           fail(llvm::toString(std::move(error)));
   }
+
+  // The cases of the sweep, in order.
+  std::vector<Problem> problems;
+  for (int64_t b : bs)
+    for (auto [hq, hkv] : heads)
+      for (int64_t m : ms)
+        for (int64_t n : ns.empty() ? std::vector<int64_t>{m} : ns)
+          problems.push_back(
+              {b, hq, hkv, m, n, op.getHeadDim(), op.getValueHeadDim()});
+  auto caseName = [](const Problem &p) {
+    return llvm::formatv("B={0} Hq={1} Hkv={2} M={3} N={4}", p.b, p.hq, p.hkv,
+                         p.m, p.n)
+        .str();
+  };
+  // The shape of an argument's buffer in case `p`.
+  auto shapeOf = [&](BlockArgument arg, const Problem &p) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    unsigned i = arg.getArgNumber();
+    std::vector<int64_t> shape;
+    if (i == qi || i == oi)
+      shape = {p.b, p.hq, p.m, i == qi ? p.d : p.dv};
+    else if (i == ki || i == vi)
+      shape = {p.b, p.hkv, p.n, i == ki ? p.d : p.dv};
+    else if (li && i == *li)
+      shape = {p.b, p.hq, p.m};
+    else // a capture: dynamic dims cover any b, h, q or kv index
+      for (int64_t size : type.getShape())
+        shape.push_back(ShapedType::isDynamic(size)
+                            ? std::max({p.b, p.hq, p.m, p.n})
+                            : size);
+    return shape;
+  };
+  // Every case's shapes and memory, checked before compiling.
+  auto footprint = [&](const Problem &p) {
+    Footprint footprint(caseName(p));
+    for (BlockArgument arg : func.getArguments()) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      unsigned i = arg.getArgNumber();
+      std::vector<int64_t> shape = shapeOf(arg, p);
+      if (static_cast<int64_t>(shape.size()) != type.getRank())
+        fail("argument #" + llvm::Twine(i) + " has rank " +
+             llvm::Twine(type.getRank()) + ", but its role needs " +
+             llvm::Twine(shape.size()));
+      for (auto [d, size] : llvm::enumerate(type.getShape()))
+        if (!ShapedType::isDynamic(size) && size != shape[d])
+          fail("argument #" + llvm::Twine(i) + " has static dim " +
+               llvm::Twine(d) + " = " + llvm::Twine(size) +
+               ", but this case needs " + llvm::Twine(shape[d]));
+      const char *role = i == qi          ? "query"
+                         : i == ki        ? "key"
+                         : i == vi        ? "value"
+                         : i == oi        ? "output"
+                         : li && i == *li ? "logsumexp"
+                                          : "captured";
+      footprint.add("argument #" + llvm::Twine(i) + " (" + role + ")", shape,
+                    elementBytes(*kindOf(type.getElementType())));
+    }
+    // What referenceAttention allocates: float64 copies of Q, K, V, the
+    // output and the logsumexp, and one row of scores.
+    int64_t doubleBytes = sizeof(double);
+    footprint.add("the reference's Q", {p.b, p.hq, p.m, p.d}, doubleBytes);
+    footprint.add("the reference's K", {p.b, p.hkv, p.n, p.d}, doubleBytes);
+    footprint.add("the reference's V", {p.b, p.hkv, p.n, p.dv}, doubleBytes);
+    footprint.add("the reference's output", {p.b, p.hq, p.m, p.dv},
+                  doubleBytes);
+    footprint.add("the reference's logsumexp", {p.b, p.hq, p.m}, doubleBytes);
+    footprint.add("the reference's scores", {p.n}, doubleBytes + 1);
+    return footprint;
+  };
+  for (const Problem &p : problems)
+    footprint(p).checkFits();
 
   // Compile once, for the CPU (JIT) or the GPU (a kernel bundle run through
   // the CUDA driver).
@@ -490,156 +682,137 @@ int runAttention(ModuleOp module) {
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   unsigned cases = 0, failures = 0;
   double worst = 0;
-  for (int64_t b : bs)
-    for (auto [hq, hkv] : heads)
-      for (int64_t m : ms)
-        for (int64_t n : ns.empty() ? std::vector<int64_t>{m} : ns) {
-          Problem p{b, hq, hkv, m, n, op.getHeadDim(), op.getValueHeadDim()};
-          // Fresh inputs for every case; outputs poisoned.
-          std::vector<std::unique_ptr<HostTensor>> buffers;
-          llvm::DenseMap<Value, const HostTensor *> captures;
-          for (BlockArgument arg : func.getArguments()) {
-            auto type = cast<RankedTensorType>(arg.getType());
-            unsigned i = arg.getArgNumber();
-            std::vector<int64_t> shape;
-            if (i == qi || i == oi)
-              shape = {b, hq, m, i == qi ? p.d : p.dv};
-            else if (i == ki || i == vi)
-              shape = {b, hkv, n, i == ki ? p.d : p.dv};
-            else if (li && i == *li)
-              shape = {b, hq, m};
-            else // a capture: dynamic dims cover any b, h, q or kv index
-              for (int64_t size : type.getShape())
-                shape.push_back(ShapedType::isDynamic(size)
-                                    ? std::max({b, hq, m, n})
-                                    : size);
-            for (auto [d, size] : llvm::enumerate(type.getShape()))
-              if (!ShapedType::isDynamic(size) && size != shape[d])
-                fail("argument #" + llvm::Twine(i) + " has static dim " +
-                     llvm::Twine(d) + " = " + llvm::Twine(size) +
-                     ", but this case needs " + llvm::Twine(shape[d]));
-            ElementKind kind = *kindOf(type.getElementType());
-            auto buffer = std::make_unique<HostTensor>(kind, shape);
-            if (!isCapture(i) && (i == oi || i == li)) {
-              buffer->poison();
-            } else if (isFloat(kind)) {
-              // Q, K, V symmetric; captured floats (slopes, biases) positive.
-              bool input = !isCapture(i);
-              for (int64_t e = 0; e < buffer->numElements(); ++e)
-                buffer->set(e, input ? uniform(rng) : 0.5 + 0.5 * uniform(rng));
-            } else {
-              // Captured integers are sorted ids (documents, sequences).
-              int64_t id = 0;
-              for (int64_t e = 0; e < buffer->numElements(); ++e) {
-                if (e > 0 && rng() % 37 == 0)
-                  ++id;
-                buffer->set(e, static_cast<double>(id));
-              }
-            }
-            if (isCapture(i))
-              captures[arg] = buffer.get();
-            buffers.push_back(std::move(buffer));
-          }
-
-          // Large problems without regions are checked against the plain
-          // float64 kernel on the GPU; the rest on the CPU, whose reference
-          // interprets the op's regions.
-          double work = static_cast<double>(b) * hq * m * n * (p.d + p.dv);
-          bool gpuReference =
-              gpu && hasGpuReference() && !op.hasScoreMod() &&
-              !op.hasMaskMod() && !op.getBlockMask() &&
-              (reference == "gpu" || (reference == "auto" && work > 1e9));
-          if (reference == "gpu" && !gpuReference)
-            fail("--reference=gpu needs --target=gpu, a runtime built with "
-                 "nvcc, and an op without score_mod, mask_mod or block mask");
-          ReferenceResult ref;
-          double runMs;
-          if (gpu) {
-            GpuTarget::DeviceCallback onDevice;
-            if (gpuReference)
-              onDevice = [&](CudaDriver &driver,
-                             const std::vector<Argument> &args,
-                             std::string &message) {
-                ReferenceProblem problem{
-                    b,
-                    hq,
-                    hkv,
-                    m,
-                    n,
-                    p.d,
-                    p.dv,
-                    buffers[qi]->kind(),
-                    static_cast<double>(op.getScaleValue()),
-                    op.getCausal(),
-                    0};
-                return gpuReferenceAttention(
-                    driver, problem, args[qi].address, args[ki].address,
-                    args[vi].address, ref.output, ref.logsumexp, message);
-              };
-            llvm::Expected<double> ms = gpu->run(buffers, onDevice);
-            if (!ms)
-              fail(llvm::formatv("B={0} Hq={1} Hkv={2} M={3} N={4}: {5}", b, hq,
-                                 hkv, m, n, llvm::toString(ms.takeError())));
-            runMs = *ms;
-          } else {
-            runMs = invoke(*kernel, buffers);
-          }
-
-          if (!gpuReference) {
-            RegionInterpreter interpreter(captures);
-            ref = referenceAttention(op, interpreter, *buffers[qi],
-                                     *buffers[ki], *buffers[vi]);
-          }
-          if (gpuReference) {
-            // The plain kernel has no mask_mod: count causal pairs here.
-            int64_t pairs = 0;
-            for (int64_t i = 0; i < m; ++i)
-              pairs += op.getCausal() ? std::min<int64_t>(n, i + 1) : n;
-            ref.visiblePairs = pairs * b * hq;
-          }
-          // Useful FLOPs: two per multiply-add of Q.K^T and P.V on the
-          // elements no mask removes.
-          double tflops =
-              runMs > 0 ? 2.0 * ref.visiblePairs * (p.d + p.dv) / (runMs * 1e9)
-                        : 0;
-          bool finite;
-          double error = relativeError(*buffers[oi], ref.output, finite);
-          double lseError = 0;
-          bool lseFinite = true;
-          if (li)
-            lseError = logsumexpError(*buffers[*li], ref.logsumexp, lseFinite);
-          bool pass =
-              finite && lseFinite && error <= allowed && lseError <= allowed;
-          ++cases;
-          failures += !pass;
-          worst = std::max({worst, error, lseError});
-          if (json) {
-            llvm::outs() << llvm::formatv(
-                "{{\"target\": \"{0}\", \"reference\": \"{1}\", ",
-                gpu ? "gpu" : "cpu", gpuReference ? "gpu" : "cpu");
-            llvm::outs() << llvm::formatv(
-                "\"B\": {0}, \"Hq\": {1}, \"Hkv\": {2}, \"M\": {3}, "
-                "\"N\": {4}, \"D\": {5}, \"Dv\": {6}, \"dtype\": \"{7}\", "
-                "\"causal\": {8}, \"error\": {9:e}, \"lse_error\": {10:e}, "
-                "\"tolerance\": {11:e}, \"compile_ms\": {12:f1}, "
-                "\"run_ms\": {13:f3}, \"useful_tflops\": {15:f4}, "
-                "\"pass\": {14}}\n",
-                b, hq, hkv, m, n, p.d, p.dv, typeName,
-                op.getCausal() ? "true" : "false", error, lseError, allowed,
-                compileMs, runMs, pass ? "true" : "false", tflops);
-          } else {
-            llvm::outs() << llvm::formatv(
-                "  B={0} Hq={1} Hkv={2} M={3} N={4}: run {5:f3} ms ({7:f3} "
-                "useful TFLOP/s), error {6:e}",
-                b, hq, hkv, m, n, runMs, error, tflops);
-            if (li)
-              llvm::outs() << llvm::formatv(", logsumexp error {0:e}",
-                                            lseError);
-            if (!finite || !lseFinite)
-              llvm::outs() << ", non-finite or unwritten outputs";
-            llvm::outs() << ": " << (pass ? "PASS" : "FAIL") << "\n";
-          }
+  for (const Problem &p : problems) {
+    int64_t b = p.b, hq = p.hq, hkv = p.hkv, m = p.m, n = p.n;
+    footprint(p).announce();
+    // Fresh inputs for every case; outputs poisoned.
+    std::vector<std::unique_ptr<HostTensor>> buffers;
+    llvm::DenseMap<Value, const HostTensor *> captures;
+    for (BlockArgument arg : func.getArguments()) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      unsigned i = arg.getArgNumber();
+      ElementKind kind = *kindOf(type.getElementType());
+      auto buffer = std::make_unique<HostTensor>(kind, shapeOf(arg, p));
+      if (!isCapture(i) && (i == oi || i == li)) {
+        buffer->poison();
+      } else if (isFloat(kind)) {
+        // Q, K, V symmetric; captured floats (slopes, biases) positive.
+        bool input = !isCapture(i);
+        for (int64_t e = 0; e < buffer->numElements(); ++e)
+          buffer->set(e, input ? uniform(rng) : 0.5 + 0.5 * uniform(rng));
+      } else {
+        // Captured integers are sorted ids (documents, sequences).
+        int64_t id = 0;
+        for (int64_t e = 0; e < buffer->numElements(); ++e) {
+          if (e > 0 && rng() % 37 == 0)
+            ++id;
+          buffer->set(e, static_cast<double>(id));
         }
+      }
+      if (isCapture(i))
+        captures[arg] = buffer.get();
+      buffers.push_back(std::move(buffer));
+    }
+
+    // Large problems without regions are checked against the plain
+    // float64 kernel on the GPU; the rest on the CPU, whose reference
+    // interprets the op's regions.
+    double work = static_cast<double>(b) * hq * m * n * (p.d + p.dv);
+    bool gpuReference =
+        gpu && hasGpuReference() && !op.hasScoreMod() && !op.hasMaskMod() &&
+        !op.getBlockMask() &&
+        (reference == "gpu" || (reference == "auto" && work > 1e9));
+    if (reference == "gpu" && !gpuReference)
+      fail("--reference=gpu needs --target=gpu, a runtime built with "
+           "nvcc, and an op without score_mod, mask_mod or block mask");
+    ReferenceResult ref;
+    // The CPU reference first: where a region's result is undefined (a
+    // division by zero, a read out of bounds), that is an error before the
+    // kernel, whose behaviour there is undefined too, runs and maybe traps.
+    if (!gpuReference) {
+      RegionInterpreter interpreter(captures);
+      llvm::Expected<ReferenceResult> computed = referenceAttention(
+          op, interpreter, *buffers[qi], *buffers[ki], *buffers[vi]);
+      if (!computed)
+        fail(caseName(p) + ": " + llvm::toString(computed.takeError()));
+      ref = std::move(*computed);
+    }
+    double runMs;
+    if (gpu) {
+      GpuTarget::DeviceCallback onDevice;
+      if (gpuReference)
+        onDevice = [&](CudaDriver &driver, const std::vector<Argument> &args,
+                       std::string &message) {
+          ReferenceProblem problem{b,
+                                   hq,
+                                   hkv,
+                                   m,
+                                   n,
+                                   p.d,
+                                   p.dv,
+                                   buffers[qi]->kind(),
+                                   static_cast<double>(op.getScaleValue()),
+                                   op.getCausal(),
+                                   0};
+          return gpuReferenceAttention(driver, problem, args[qi].address,
+                                       args[ki].address, args[vi].address,
+                                       ref.output, ref.logsumexp, message);
+        };
+      llvm::Expected<double> ms = gpu->run(buffers, onDevice);
+      if (!ms)
+        fail(caseName(p) + ": " + llvm::toString(ms.takeError()));
+      runMs = *ms;
+    } else {
+      runMs = invoke(*kernel, buffers);
+    }
+
+    if (gpuReference) {
+      // The plain kernel has no mask_mod: count causal pairs here.
+      int64_t pairs = 0;
+      for (int64_t i = 0; i < m; ++i)
+        pairs += op.getCausal() ? std::min<int64_t>(n, i + 1) : n;
+      ref.visiblePairs = pairs * b * hq;
+    }
+    // Useful FLOPs: two per multiply-add of Q.K^T and P.V on the
+    // elements no mask removes.
+    double tflops =
+        runMs > 0 ? 2.0 * ref.visiblePairs * (p.d + p.dv) / (runMs * 1e9) : 0;
+    bool finite;
+    double error = relativeError(*buffers[oi], ref.output, finite);
+    double lseError = 0;
+    bool lseFinite = true;
+    if (li)
+      lseError = logsumexpError(*buffers[*li], ref.logsumexp, lseFinite);
+    bool pass = finite && lseFinite && error <= allowed && lseError <= allowed;
+    ++cases;
+    failures += !pass;
+    worst = std::max({worst, error, lseError});
+    if (json) {
+      llvm::outs() << llvm::formatv(
+          "{{\"target\": \"{0}\", \"reference\": \"{1}\", ",
+          gpu ? "gpu" : "cpu", gpuReference ? "gpu" : "cpu");
+      llvm::outs() << llvm::formatv(
+          "\"B\": {0}, \"Hq\": {1}, \"Hkv\": {2}, \"M\": {3}, "
+          "\"N\": {4}, \"D\": {5}, \"Dv\": {6}, \"dtype\": \"{7}\", "
+          "\"causal\": {8}, \"error\": {9:e}, \"lse_error\": {10:e}, "
+          "\"tolerance\": {11:e}, \"compile_ms\": {12:f1}, "
+          "\"run_ms\": {13:f3}, \"useful_tflops\": {15:f4}, "
+          "\"pass\": {14}}\n",
+          b, hq, hkv, m, n, p.d, p.dv, typeName,
+          op.getCausal() ? "true" : "false", error, lseError, allowed,
+          compileMs, runMs, pass ? "true" : "false", tflops);
+    } else {
+      llvm::outs() << llvm::formatv(
+          "  B={0} Hq={1} Hkv={2} M={3} N={4}: run {5:f3} ms ({7:f3} "
+          "useful TFLOP/s), error {6:e}",
+          b, hq, hkv, m, n, runMs, error, tflops);
+      if (li)
+        llvm::outs() << llvm::formatv(", logsumexp error {0:e}", lseError);
+      if (!finite || !lseFinite)
+        llvm::outs() << ", non-finite or unwritten outputs";
+      llvm::outs() << ": " << (pass ? "PASS" : "FAIL") << "\n";
+    }
+  }
   return summarize(cases, failures, worst, allowed);
 }
 
@@ -647,6 +820,10 @@ int runAttention(ModuleOp module) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // A failed allocation (operator new included) is an error naming what
+  // was being allocated, not LLVM's "out of memory" abort.
+  llvm::install_bad_alloc_error_handler(outOfMemory);
+  llvm::install_out_of_memory_new_handler();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -661,6 +838,8 @@ int main(int argc, char **argv) {
   if (tolerance.getNumOccurrences() && !(tolerance > 0))
     fail("--tolerance must be positive, got " +
          std::to_string(tolerance.getValue()));
+  if (repeat < 0)
+    fail("--repeat must be 0 or more, got " + llvm::Twine(repeat));
   if (!transformFile.empty() && !llvm::sys::fs::exists(transformFile))
     fail("--transform: no file '" + transformFile + "'");
   if (target == "gpu" && !transformFile.empty())
