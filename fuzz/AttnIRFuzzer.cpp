@@ -44,8 +44,7 @@ MLIRContext &context() {
     registerAllExtensions(registry);
     registerAllToLLVMIRTranslations(registry);
     NVVM::registerNVVMTargetInterfaceExternalModels(registry);
-    auto *created =
-        new MLIRContext(registry, MLIRContext::Threading::DISABLED);
+    auto *created = new MLIRContext(registry, MLIRContext::Threading::DISABLED);
     created->loadAllAvailableDialects();
     created->allowUnregisteredDialects(false);
     return created;

@@ -37,14 +37,16 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
   struct {
     const char *flag;
     int64_t size;
-  } sizes[] = {{"--batch", spec.batch},     {"--heads (Hq)", spec.queryHeads},
-               {"--heads (Hkv)", spec.kvHeads}, {"--q-len", spec.queryLen},
+  } sizes[] = {{"--batch", spec.batch},
+               {"--heads (Hq)", spec.queryHeads},
+               {"--heads (Hkv)", spec.kvHeads},
+               {"--q-len", spec.queryLen},
                {"--kv-len", spec.kvLen}};
   for (auto size : sizes)
     if (size.size == 0 || size.size < -1)
       return llvm::createStringError(
-          llvm::formatv("{0} must be positive (or dynamic), not {1}",
-                        size.flag, size.size)
+          llvm::formatv("{0} must be positive (or dynamic), not {1}", size.flag,
+                        size.size)
               .str());
   if (spec.queryHeads > 0 && spec.kvHeads > 0 &&
       spec.queryHeads % spec.kvHeads != 0)

@@ -81,19 +81,18 @@ LogicalResult mlir::attn::buildNvvmPipeline(
                         "chip=sm_80 or chip=sm_90");
   const ChipInfo *chip = lookupChip(options.chip);
   if (!chip)
-    return errorHandler("attn-lower-to-nvvm: unsupported chip '" +
-                        options.chip.getValue() +
-                        "': the kernels need sm_75 or newer, one of " +
-                        knownChips());
+    return errorHandler(
+        "attn-lower-to-nvvm: unsupported chip '" + options.chip.getValue() +
+        "': the kernels need sm_75 or newer, one of " + knownChips());
   unsigned smVersion = chip->smVersion;
   if (options.qTile < 0 || options.kvTile < 0 || options.threads <= 0 ||
       options.threads > 1024 || options.qTile > kMaxTile ||
       options.kvTile > kMaxTile)
-    return errorHandler("attn-lower-to-nvvm: need 0 <= q-tile <= " +
-                        llvm::Twine(kMaxTile) + ", 0 <= kv-tile <= " +
-                        llvm::Twine(kMaxTile) +
-                        " (0: chosen to fit the chip) and 0 < threads <= "
-                        "1024");
+    return errorHandler(
+        "attn-lower-to-nvvm: need 0 <= q-tile <= " + llvm::Twine(kMaxTile) +
+        ", 0 <= kv-tile <= " + llvm::Twine(kMaxTile) +
+        " (0: chosen to fit the chip) and 0 < threads <= "
+        "1024");
   if (options.format != "isa" && options.format != "bin")
     return errorHandler("attn-lower-to-nvvm: format must be isa or bin, not '" +
                         options.format.getValue() + "'");

@@ -94,7 +94,8 @@ template <typename MathOp> struct ExactToLLVM : OpRewritePattern<MathOp> {
 /// f32 maxnumf / minnumf (the non-NaN operand wins) to PTX max.f32 /
 /// min.f32, which have those semantics; convert-gpu-to-nvvm would call
 /// libdevice's fmaxf / fminf.
-template <typename ArithOp> struct NumberMaxMinToPtx : OpRewritePattern<ArithOp> {
+template <typename ArithOp>
+struct NumberMaxMinToPtx : OpRewritePattern<ArithOp> {
   using OpRewritePattern<ArithOp>::OpRewritePattern;
 
   LogicalResult matchAndRewrite(ArithOp op,

@@ -121,9 +121,8 @@ private:
   void guardedDivision(OpBuilder &builder, Operation *division,
                        IRMapping &mapping, int64_t region);
   /// Emits the report of a failed check (see RegionError).
-  void report(OpBuilder &builder, Location l, RegionError error,
-              int64_t region, Value operand, Value dim, Value index,
-              Value size);
+  void report(OpBuilder &builder, Location l, RegionError error, int64_t region,
+              Value operand, Value dim, Value index, Value size);
 
   OpBuilder &b;
   Location loc;
@@ -176,8 +175,8 @@ Value FlashBuilder::inlineRegion(OpBuilder &builder, Location l, Region &region,
 }
 
 void FlashBuilder::report(OpBuilder &builder, Location l, RegionError error,
-                          int64_t region, Value operand, Value dim,
-                          Value index, Value size) {
+                          int64_t region, Value operand, Value dim, Value index,
+                          Value size) {
   auto i64 = builder.getI64Type();
   auto toI64 = [&](Value v) -> Value {
     if (v.getType() == i64)
@@ -186,14 +185,15 @@ void FlashBuilder::report(OpBuilder &builder, Location l, RegionError error,
       return arith::IndexCastOp::create(builder, l, i64, v);
     return arith::ExtSIOp::create(builder, l, i64, v);
   };
-  Value values[] = {
-      arith::ConstantIntOp::create(builder, l, i64,
-                                   static_cast<int64_t>(error)),
-      arith::ConstantIntOp::create(builder, l, i64, region), toI64(operand),
-      toI64(dim), toI64(index), toI64(size)};
+  Value values[] = {arith::ConstantIntOp::create(builder, l, i64,
+                                                 static_cast<int64_t>(error)),
+                    arith::ConstantIntOp::create(builder, l, i64, region),
+                    toI64(operand),
+                    toI64(dim),
+                    toI64(index),
+                    toI64(size)};
   if (checks == RegionChecks::HostReport) {
-    func::CallOp::create(builder, l, kRegionErrorFunction, TypeRange{},
-                         values);
+    func::CallOp::create(builder, l, kRegionErrorFunction, TypeRange{}, values);
     return;
   }
   gpu::PrintfOp::create(
@@ -210,8 +210,7 @@ static Value capturedArgument(OpBuilder &builder, Location l, Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value))
     if (isa_and_nonnull<func::FuncOp>(arg.getOwner()->getParentOp()))
       number = arg.getArgNumber();
-  return arith::ConstantIntOp::create(builder, l, builder.getI64Type(),
-                                      number);
+  return arith::ConstantIntOp::create(builder, l, builder.getI64Type(), number);
 }
 
 void FlashBuilder::guardedExtract(OpBuilder &builder, tensor::ExtractOp extract,
@@ -234,11 +233,10 @@ void FlashBuilder::guardedExtract(OpBuilder &builder, tensor::ExtractOp extract,
       continue;
     }
     // Keep the earlier dim when it is already out of range.
-    Value takeThis = arith::AndIOp::create(builder, l, inBounds,
-                                           arith::XOrIOp::create(
-                                               builder, l, ok,
-                                               arith::ConstantIntOp::create(
-                                                   builder, l, 1, 1)));
+    Value takeThis = arith::AndIOp::create(
+        builder, l, inBounds,
+        arith::XOrIOp::create(builder, l, ok,
+                              arith::ConstantIntOp::create(builder, l, 1, 1)));
     badDim = arith::SelectOp::create(builder, l, takeThis, dimValue, badDim);
     badIndex = arith::SelectOp::create(builder, l, takeThis, index, badIndex);
     badSize = arith::SelectOp::create(builder, l, takeThis, size, badSize);
@@ -252,8 +250,8 @@ void FlashBuilder::guardedExtract(OpBuilder &builder, tensor::ExtractOp extract,
       },
       [&](OpBuilder &nb, Location nl) {
         report(nb, nl, RegionError::ReadOutOfBounds, region,
-               capturedArgument(nb, nl, extract.getTensor()), badDim,
-               badIndex, badSize);
+               capturedArgument(nb, nl, extract.getTensor()), badDim, badIndex,
+               badSize);
         scf::YieldOp::create(
             nb, nl,
             arith::ConstantOp::create(nb, nl, nb.getZeroAttr(type))
@@ -310,12 +308,10 @@ void FlashBuilder::guardedDivision(OpBuilder &builder, Operation *division,
         return arith::TruncIOp::create(nb, nl, i64, v);
       return arith::ExtSIOp::create(nb, nl, i64, v);
     };
-    Value values[] = {kind,
-                      arith::ConstantIntOp::create(nb, nl, i64, region),
-                      none,
-                      none,
-                      toI64(lhs),
-                      toI64(rhs)};
+    Value values[] = {
+        kind,       arith::ConstantIntOp::create(nb, nl, i64, region),
+        none,       none,
+        toI64(lhs), toI64(rhs)};
     if (checks == RegionChecks::HostReport) {
       func::CallOp::create(nb, nl, kRegionErrorFunction, TypeRange{}, values);
     } else {
@@ -328,8 +324,8 @@ void FlashBuilder::guardedDivision(OpBuilder &builder, Operation *division,
     scf::YieldOp::create(nb, nl);
   });
   // Divide by 1 instead: the result is never used once reported.
-  Value safeRhs = arith::SelectOp::create(builder, l, bad,
-                                          constant(APInt(width, 1)), rhs);
+  Value safeRhs =
+      arith::SelectOp::create(builder, l, bad, constant(APInt(width, 1)), rhs);
   IRMapping divisionMapping = mapping;
   divisionMapping.map(division->getOperand(1), safeRhs);
   Operation *safe = builder.clone(*division, divisionMapping);
@@ -651,7 +647,7 @@ struct AttentionToFlashLoop : OpRewritePattern<AttentionOp> {
 
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    RegionChecks checks = !boundsChecks       ? RegionChecks::None
+    RegionChecks checks = !boundsChecks     ? RegionChecks::None
                           : inGpuKernel(op) ? RegionChecks::DeviceTrap
                                             : RegionChecks::HostReport;
     int64_t opKvTile = kvTile;
@@ -671,8 +667,8 @@ struct AttentionToFlashLoop : OpRewritePattern<AttentionOp> {
 
 /// Declares attnReportRegionError in the module of `op`, once.
 LogicalResult declareRegionErrorFunction(Operation *op) {
-  auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op)
-                                  : op->getParentOfType<ModuleOp>();
+  auto module =
+      isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
   if (!module)
     return op->emitError() << "attn-decompose-attention: bounds-checks needs "
                               "a module to declare "

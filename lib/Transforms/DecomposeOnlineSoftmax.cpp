@@ -126,23 +126,23 @@ struct OnlineSoftmaxToLinalg : OpRewritePattern<OnlineSoftmaxOp> {
           scaledSum = rowStats.getResult(3);
 
     // 3. probs = exp2((scale * S - max) * log2e) and their row sum, in the
-    //    same pass over the tile; scale * S is rounded as in step 1. The tile's sum starts from 0 and joins the
-    //    running sum afterwards: a blocked sum, whose rounding error grows
-    //    with the tile and the number of tiles, not with the whole row.
+    //    same pass over the tile; scale * S is rounded as in step 1. The tile's
+    //    sum starts from 0 and joins the running sum afterwards: a blocked sum,
+    //    whose rounding error grows with the tile and the number of tiles, not
+    //    with the whole row.
     Value emptyProbs = tensor::EmptyOp::create(
         rewriter, loc, tensor::getMixedSizes(rewriter, loc, scores),
         rewriter.getF32Type());
     Value zeroRow = filledRow(0.0);
     auto probs = linalg::GenericOp::create(
         rewriter, loc, TypeRange{scoresType, rowType},
-        ValueRange{scores, rowMax},
-        ValueRange{emptyProbs, zeroRow},
+        ValueRange{scores, rowMax}, ValueRange{emptyProbs, zeroRow},
         ArrayRef<AffineMap>{elementMap, rowMap, elementMap, rowMap},
         rowReduction, [&](OpBuilder &b, Location l, ValueRange args) {
           Value scaled = args[0];
           if (scale != 1.0)
-            scaled = arith::MulFOp::create(b, l, scaled,
-                                           f32Constant(b, l, scale));
+            scaled =
+                arith::MulFOp::create(b, l, scaled, f32Constant(b, l, scale));
           Value p = math::Exp2Op::create(
               b, l,
               arith::MulFOp::create(

@@ -80,8 +80,7 @@ int64_t assignSharedOffsets(Block &block, int64_t base,
       for (int64_t size : type.getShape())
         bytes = llvm::SaturatingMultiply(
             bytes, static_cast<uint64_t>(std::max<int64_t>(size, 0)));
-      uint64_t end =
-          llvm::SaturatingAdd(static_cast<uint64_t>(offset), bytes);
+      uint64_t end = llvm::SaturatingAdd(static_cast<uint64_t>(offset), bytes);
       top = static_cast<int64_t>(
           std::min<uint64_t>(end, std::numeric_limits<int64_t>::max() / 2));
       highWater = std::max(highWater, top);

@@ -30,9 +30,9 @@ struct RecordShapeContractPass
       });
       if (!hasAttnOps)
         continue;
-      func->setAttr(kShapeContractAttrName,
-                    shapeContractToAttr(&getContext(),
-                                        computeShapeContract(func)));
+      func->setAttr(
+          kShapeContractAttrName,
+          shapeContractToAttr(&getContext(), computeShapeContract(func)));
     }
   }
 };

@@ -31,9 +31,8 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
 
   void runOnOperation() override {
     bool choose = sharedMemoryPerBlock > 0;
-    if (qTile < 0 || (qTile == 0 && !choose) || kvTile < 0 ||
-        threadRows < 0 || (qTile > 0 && threadRows > qTile) ||
-        sharedMemoryPerBlock < 0) {
+    if (qTile < 0 || (qTile == 0 && !choose) || kvTile < 0 || threadRows < 0 ||
+        (qTile > 0 && threadRows > qTile) || sharedMemoryPerBlock < 0) {
       getOperation()->emitError()
           << "attn-tile-attention: need q-tile > 0 (or 0 with "
              "shared-memory-per-block), kv-tile >= 0 and 0 <= thread-rows "

@@ -271,9 +271,9 @@ struct WriteKernelBundlePass
         llvm::json::Array names;
         for (const std::string &name : contract->argNames)
           names.push_back(name);
-        entry["shape_contract"] = llvm::json::Object{
-            {"names", std::move(names)},
-            {"constraints", std::move(constraints)}};
+        entry["shape_contract"] =
+            llvm::json::Object{{"names", std::move(names)},
+                               {"constraints", std::move(constraints)}};
       }
       functions.push_back(std::move(entry));
     }

@@ -78,11 +78,10 @@ struct Diagnostics {
 /// builders check them too, under their pipeline-option names).
 void checkRange(const char *name, int64_t value, int64_t max) {
   if (value <= 0 || value > max)
-    throw nb::value_error(("attn: " + std::string(name) +
-                           "= must be a positive int up to " +
-                           std::to_string(max) + ", not " +
-                           std::to_string(value))
-                              .c_str());
+    throw nb::value_error(
+        ("attn: " + std::string(name) + "= must be a positive int up to " +
+         std::to_string(max) + ", not " + std::to_string(value))
+            .c_str());
 }
 void checkTile(const char *name, int64_t value) {
   checkRange(name, value, attn::kMaxTile);
@@ -226,11 +225,10 @@ public:
           "first (module.lower_to_nvvm(chip))");
     attn::WriteKernelBundleOptions options;
     options.prefix = prefix;
-    runBuilt(*module, "attn-write-kernel-bundle",
-             [&](OpPassManager &pm, auto) {
-               pm.addPass(attn::createWriteKernelBundle(options));
-               return success();
-             });
+    runBuilt(*module, "attn-write-kernel-bundle", [&](OpPassManager &pm, auto) {
+      pm.addPass(attn::createWriteKernelBundle(options));
+      return success();
+    });
   }
 
   std::vector<std::string> functions() {
@@ -361,9 +359,8 @@ public:
     options.boundsChecks = boundsChecks;
     auto compiled = attn::CpuKernel::compile(*module.module, name, options);
     if (!compiled)
-      throw std::runtime_error(
-          "attn: " + llvm::toString(compiled.takeError()) +
-          (diags.text.empty() ? "" : "\n" + diags.text));
+      throw std::runtime_error("attn: " + llvm::toString(compiled.takeError()) +
+                               (diags.text.empty() ? "" : "\n" + diags.text));
     kernel.kernel = std::shared_ptr<attn::CpuKernel>(std::move(*compiled));
     // Names as users know them ("q", "out", ...; "argument N" for captures),
     // from the shape contract the compiler derived.
@@ -568,14 +565,13 @@ NB_MODULE(_compiler, m) {
               else if (nb::try_cast(args[i], readOnly))
                 arrays.push_back({readOnly, false});
               else
-                throw nb::type_error(
-                    ("attn: " +
-                     (i < kernel.argNames.size()
-                          ? kernel.describe(i)
-                          : "argument " + std::to_string(i) + " of @" +
-                                kernel.name) +
-                     ": expected a numpy array on the CPU")
-                        .c_str());
+                throw nb::type_error(("attn: " +
+                                      (i < kernel.argNames.size()
+                                           ? kernel.describe(i)
+                                           : "argument " + std::to_string(i) +
+                                                 " of @" + kernel.name) +
+                                      ": expected a numpy array on the CPU")
+                                         .c_str());
             }
             kernel.call(std::move(arrays));
           },

@@ -45,13 +45,11 @@ public:
 
   /// Empty when `shapes` (one per argument) satisfy the function's shape
   /// contract, else a message naming both arguments and both sizes.
-  std::string checkArguments(
-      const std::vector<std::vector<int64_t>> &shapes) const;
+  std::string
+  checkArguments(const std::vector<std::vector<int64_t>> &shapes) const;
 
   unsigned numArguments() const { return numArguments_; }
-  const attn_runtime::ShapeContract &shapeContract() const {
-    return contract;
-  }
+  const attn_runtime::ShapeContract &shapeContract() const { return contract; }
 
 private:
   CpuKernel() = default;

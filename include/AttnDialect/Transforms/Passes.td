@@ -66,10 +66,10 @@ def TileAttention : Pass<"attn-tile-attention"> {
 
     With `shared-memory-per-block=S` (a GPU's limit), `q-tile=0` and
     `kv-tile=0` mean "choose": each op gets the largest of 64x64, 64x32,
-    32x32, 32x16, 16x16, 16x8 and 8x8 (q-tile x kv-tile, keeping whichever of the two
-    is given) whose block tiles fit in S bytes for its head dims and
-    element type. The tile op records its kv-tile as `attn.kv_tile`, which
-    `attn-decompose-attention` follows.
+    32x32, 32x16, 16x16, 16x8 and 8x8 (q-tile x kv-tile, keeping whichever
+    of the two is given) whose block tiles fit in S bytes for its head dims
+    and element type. The tile op records its kv-tile as `attn.kv_tile`,
+    which `attn-decompose-attention` follows.
   }];
   let options = [
     Option<"qTile", "q-tile", "int64_t", /*default=*/"64",
