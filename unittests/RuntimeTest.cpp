@@ -2,6 +2,7 @@
 
 #include "AttnRuntime/Bundle.h"
 #include "AttnRuntime/CudaDriver.h"
+#include "AttnRuntime/HostTensor.h"
 #include "AttnRuntime/Json.h"
 #include "AttnRuntime/ShapeCheck.h"
 
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -768,3 +770,18 @@ TEST(RuntimeDriver, ReportsAMissingDriverOrGpu) {
 }
 
 } // namespace
+
+TEST(RuntimeHostTensor, RefusesShapesThatOverflowAndSaturatesIntegers) {
+  EXPECT_THROW(HostTensor(ElementKind::F32, {-1, 4}), std::length_error);
+  EXPECT_THROW(HostTensor(ElementKind::F32, {int64_t(1) << 40, 1 << 24}),
+               std::length_error);
+  EXPECT_THROW(HostTensor(ElementKind::I64, {int64_t(1) << 61}),
+               std::length_error);
+  HostTensor ints(ElementKind::I32, {3});
+  ints.set(0, std::numeric_limits<double>::quiet_NaN());
+  ints.set(1, 1e300);
+  ints.set(2, -1e300);
+  EXPECT_EQ(ints.get(0), 0);
+  EXPECT_EQ(ints.get(1), std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(ints.get(2), std::numeric_limits<int32_t>::min());
+}

@@ -43,6 +43,9 @@ template <int Rank> struct MemRefDescriptor {
 
 class HostTensor {
 public:
+  /// Zero-filled. Throws std::length_error for a negative dim or a size
+  /// whose element or byte count overflows int64 (check sizes first where
+  /// they come from a user).
   HostTensor(ElementKind kind, std::vector<int64_t> shape);
 
   ElementKind kind() const { return kind_; }
@@ -51,7 +54,8 @@ public:
 
   /// Element i as a double (after rounding to the element type).
   double get(int64_t i) const;
-  /// Stores `value` rounded to the element type.
+  /// Stores `value` rounded to the element type (integers: NaN as 0,
+  /// out-of-range values saturated).
   void set(int64_t i, double value);
   /// Fills every byte with a NaN pattern (floats) or 0x7f (integers) so that
   /// unwritten elements are caught.

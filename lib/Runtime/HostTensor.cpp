@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 using namespace attn_runtime;
 
@@ -126,9 +127,29 @@ double attn_runtime::roundTo(ElementKind kind, double value) {
 
 HostTensor::HostTensor(ElementKind kind, std::vector<int64_t> shape)
     : kind_(kind), shape_(std::move(shape)), numElements_(1) {
+  // Callers check sizes against the machine first (attn-run,
+  // attn-bundle-run); a shape that still overflows is a thrown error, not
+  // a short buffer.
+  int64_t bytes = static_cast<int64_t>(elementBytes(kind_));
   for (int64_t dim : shape_)
-    numElements_ *= dim;
-  bytes_.assign(static_cast<size_t>(numElements_) * elementBytes(kind_), 0);
+    if (dim < 0 || __builtin_mul_overflow(numElements_, dim, &numElements_))
+      throw std::length_error("attn: a host tensor's shape is negative or "
+                              "its element count overflows");
+  if (__builtin_mul_overflow(numElements_, bytes, &bytes))
+    throw std::length_error("attn: a host tensor's byte count overflows");
+  bytes_.assign(static_cast<size_t>(bytes), 0);
+}
+
+/// `value` as an integer of [lo, hi]: NaN is 0 and the rest saturates, so
+/// no conversion is undefined.
+template <typename Int> static Int saturate(double value) {
+  if (std::isnan(value))
+    return 0;
+  if (value <= static_cast<double>(std::numeric_limits<Int>::min()))
+    return std::numeric_limits<Int>::min();
+  if (value >= static_cast<double>(std::numeric_limits<Int>::max()))
+    return std::numeric_limits<Int>::max();
+  return static_cast<Int>(value);
 }
 
 double HostTensor::get(int64_t i) const {
@@ -176,13 +197,13 @@ void HostTensor::set(int64_t i, double value) {
     return;
   }
   case ElementKind::I32: {
-    int32_t v = static_cast<int32_t>(value);
+    int32_t v = saturate<int32_t>(value);
     std::memcpy(p, &v, 4);
     return;
   }
   case ElementKind::I64:
   case ElementKind::Index: {
-    int64_t v = static_cast<int64_t>(value);
+    int64_t v = saturate<int64_t>(value);
     std::memcpy(p, &v, 8);
     return;
   }
