@@ -139,7 +139,7 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
           "--score-mod=softcap:C needs a finite C > 0");
     // Gemma 2's soft-capping: C * tanh(score / C).
     scoreBody = llvm::formatv(R"(
-        %c = arith.constant {0:e} : f32
+        %c = arith.constant {0:e8} : f32
         %x = arith.divf %s, %c : f32
         %t = math.tanh %x : f32
         %r = arith.mulf %t, %c : f32
@@ -200,7 +200,7 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
     attrs += "causal";
   if (spec.scale > 0)
     attrs += (attrs.empty() ? "" : ", ") +
-             llvm::formatv("scale = {0:e} : f32", spec.scale).str();
+             llvm::formatv("scale = {0:e8} : f32", spec.scale).str();
   if (!attrs.empty())
     attrs = " {" + attrs + "}";
 

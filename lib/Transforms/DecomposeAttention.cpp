@@ -114,8 +114,12 @@ private:
                bool applyCausal);
   Value inlineRegion(OpBuilder &builder, Location l, Region &region,
                      ValueRange args);
-  /// A region's read of a captured tensor, or its integer division, with
-  /// a check that reports a violation and yields a harmless value instead.
+  /// Clones `nested` with `checks` applied to it and the ops in its
+  /// regions.
+  void cloneChecked(OpBuilder &builder, Operation &nested, IRMapping &mapping,
+                    int64_t region);
+  /// A region's read of a tensor, or its integer division, with a check
+  /// that reports a violation and yields a harmless value instead.
   void guardedExtract(OpBuilder &builder, tensor::ExtractOp extract,
                       IRMapping &mapping, int64_t region);
   void guardedDivision(OpBuilder &builder, Operation *division,
@@ -159,19 +163,43 @@ Value FlashBuilder::inlineRegion(OpBuilder &builder, Location l, Region &region,
   Block &block = region.front();
   mapping.map(block.getArguments(), args);
   int64_t regionId = &region == &op.getScoreMod() ? 0 : 1;
-  for (Operation &nested : block.without_terminator()) {
-    auto extract = dyn_cast<tensor::ExtractOp>(nested);
-    if (checks != RegionChecks::None && extract &&
-        !region.isAncestor(extract.getTensor().getParentRegion()))
-      guardedExtract(builder, extract, mapping, regionId);
-    else if (checks != RegionChecks::None && isIntegerDivision(&nested) &&
-             nested.getResult(0).getType().isIntOrIndex())
-      guardedDivision(builder, &nested, mapping, regionId);
-    else
-      builder.clone(nested, mapping);
-  }
+  for (Operation &nested : block.without_terminator())
+    cloneChecked(builder, nested, mapping, regionId);
   return mapping.lookupOrDefault(
       cast<YieldOp>(block.getTerminator()).getValues()[0]);
+}
+
+void FlashBuilder::cloneChecked(OpBuilder &builder, Operation &nested,
+                                IRMapping &mapping, int64_t region) {
+  if (checks != RegionChecks::None) {
+    auto extract = dyn_cast<tensor::ExtractOp>(nested);
+    if (extract && !extract.getIndices().empty())
+      return guardedExtract(builder, extract, mapping, region);
+    if (isIntegerDivision(&nested) &&
+        nested.getResult(0).getType().isIntOrIndex())
+      return guardedDivision(builder, &nested, mapping, region);
+  }
+  if (checks == RegionChecks::None || nested.getNumRegions() == 0) {
+    builder.clone(nested, mapping);
+    return;
+  }
+  // Ops with regions (scf.if, ...) are copied op by op, so that reads and
+  // divisions nested in them are checked too.
+  Operation *copy = builder.cloneWithoutRegions(nested, mapping);
+  OpBuilder::InsertionGuard guard(builder);
+  for (auto [from, to] : llvm::zip(nested.getRegions(), copy->getRegions())) {
+    for (Block &block : from) {
+      Block *newBlock = builder.createBlock(&to, to.end());
+      mapping.map(&block, newBlock);
+      for (BlockArgument arg : block.getArguments())
+        mapping.map(arg, newBlock->addArgument(arg.getType(), arg.getLoc()));
+    }
+    for (auto [block, newBlock] : llvm::zip(from, to)) {
+      builder.setInsertionPointToEnd(&newBlock);
+      for (Operation &inner : block)
+        cloneChecked(builder, inner, mapping, region);
+    }
+  }
 }
 
 void FlashBuilder::report(OpBuilder &builder, Location l, RegionError error,
@@ -426,7 +454,7 @@ SmallVector<Value> FlashBuilder::step(Value kv0, ValueRange carried,
   Value kvStart = arith::AddIOp::create(b, loc, offKV, kv0);
   Value s = scores(pos.q, k, kvStart, pos, applyCausal);
 
-  // Without a score_mod the scale folds into the softmax's exp2.
+  // Without a score_mod the softmax applies the scale (before its max).
   float scale = op.hasScoreMod() ? 1.0f : op.getScaleValue();
   auto softmax = OnlineSoftmaxOp::create(b, loc, s.getType(), max.getType(),
                                          max.getType(), max.getType(), s, max,
@@ -665,14 +693,15 @@ struct AttentionToFlashLoop : OpRewritePattern<AttentionOp> {
   bool boundsChecks;
 };
 
-/// Declares attnReportRegionError in the module of `op`, once.
+/// Declares attnReportRegionError in `op`, a module, once. A pass nested
+/// deeper must not add symbols to its parent (other threads read it).
 LogicalResult declareRegionErrorFunction(Operation *op) {
-  auto module =
-      isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
+  auto module = dyn_cast<ModuleOp>(op);
   if (!module)
-    return op->emitError() << "attn-decompose-attention: bounds-checks needs "
-                              "a module to declare "
-                           << kRegionErrorFunction << " in";
+    return op->emitError() << "attn-decompose-attention: bounds-checks on the "
+                              "host must run on a module, which gets a "
+                              "declaration of "
+                           << kRegionErrorFunction;
   if (module.lookupSymbol(kRegionErrorFunction))
     return success();
   OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());

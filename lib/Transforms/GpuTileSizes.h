@@ -16,16 +16,18 @@ namespace mlir::attn {
 constexpr llvm::StringLiteral kKvTileAttrName = "attn.kv_tile";
 
 /// Shared memory of one block of the SIMT kernel with q x kv tiles: Q, K and
-/// V in the input type; scores and probs, the accumulator and its rescaled
-/// copy in f32; the row statistics; 16-byte alignment of each buffer. An
-/// upper bound of what attn-map-forall-to-gpu assigns (a test compares
-/// them for every head dim).
+/// V in the input type, their rows padded against bank conflicts; scores
+/// and probs, the accumulator and its rescaled copy in f32; the row
+/// statistics; 16-byte alignment of each buffer. Meant as an upper bound of
+/// what attn-map-forall-to-gpu assigns (test/Pipelines/tile-defaults.test
+/// compiles the choice for each chip).
 inline int64_t simtSharedBytes(int64_t q, int64_t kv, int64_t d, int64_t dv,
                                int64_t elementBytes) {
   int64_t inputs = (q * d + kv * d + kv * dv) * elementBytes;
+  int64_t padding = (q + 2 * kv) * 16;
   int64_t f32Tiles = (2 * q * kv + 2 * q * dv) * 4;
   int64_t rows = 12 * q * 4;
-  return inputs + f32Tiles + rows + 16 * 16;
+  return inputs + padding + f32Tiles + rows + 16 * 16;
 }
 
 /// (q-tile, kv-tile) for `op`'s GPU blocks: the given ones where positive,

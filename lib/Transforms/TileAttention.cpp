@@ -55,8 +55,8 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
     for (AttentionOp op : ops) {
       int64_t opQTile = qTile, opKvTile = kvTile;
       if (choose) {
-        // When nothing fits (tiles given too large), the smallest is used
-        // and attn-map-forall-to-gpu reports the bytes it needs.
+        // When nothing fits, the given tiles (or 16) are used and
+        // attn-map-forall-to-gpu reports the bytes they need.
         std::tie(opQTile, opKvTile) =
             chooseSimtTiles(op, qTile, kvTile, sharedMemoryPerBlock)
                 .value_or(std::make_pair(qTile > 0 ? qTile : 16,
@@ -109,6 +109,9 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
         return signalPassFailure();
       }
       rewriter.replaceOp(tile, perThread->replacements);
+      if (opKvTile > 0)
+        perThread->tiledOps.back()->setAttr(kKvTileAttrName,
+                                            b.getI64IntegerAttr(opKvTile));
     }
   }
 };

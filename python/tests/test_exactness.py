@@ -32,8 +32,8 @@ def softmax64(x):
 @pytest.mark.parametrize("magnitude", [1.0, 1e3, 1e4, 1e5])
 def test_softmax_error_does_not_grow_with_the_scores(softmax_f32, magnitude):
     rng = np.random.default_rng(7)
-    # Scores spread over a few units around +-magnitude, the regime where
-    # a rounded max * log2(e) used to cost 2e-3 at 1e5.
+    # Scores spread over a few units around +-magnitude, where a rounded
+    # max * log2(e) in the exponent would cost 2e-3 at 1e5.
     x = (magnitude + rng.standard_normal((8, 1000)) * 3).astype(np.float32)
     x[4:] *= -1
     got = run_softmax(softmax_f32, x)
@@ -57,7 +57,8 @@ def test_softmax_of_far_apart_scores(softmax_f32):
 
 @pytest.mark.parametrize("magnitude", [1e10, 1e12])
 def test_attention_with_huge_scores_stays_finite(magnitude):
-    """Scores near 1e10 used to give 0 with lse = -inf, near 1e12 NaN."""
+    """Scores near 1e10 and 1e12 give a finite output and logsumexp (with
+    a rounded max * log2(e) in the exponent: 0 with lse = -inf, and NaN)."""
     kernel = attn.compile_cpu(attn.attention(head_dim=16, lse=True))
     rng = np.random.default_rng(3)
     q = rng.standard_normal((1, 2, 33, 16)).astype(np.float32)

@@ -580,7 +580,10 @@ llvm::Expected<ReferenceResult> attn_run::referenceAttention(
   result.logsumexp.assign(batches * heads * rows, negInf);
   std::vector<double> scores(n);
   std::vector<char> keep(n);
-  // Regions see only positions inside the problem (q < M, kv < N).
+  // Regions see only positions inside the problem (q < M, kv < N), but all
+  // of those, masked or not: kernels evaluate both regions on whole tiles
+  // and select afterwards, so a region that is undefined at a masked
+  // position is reported here too, before the kernel runs.
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t h = 0; h < heads; ++h) {
       int64_t hk = h / group;
@@ -588,18 +591,17 @@ llvm::Expected<ReferenceResult> attn_run::referenceAttention(
         double max = negInf;
         for (int64_t j = 0; j < n; ++j) {
           bool visible = !causal || j <= i;
-          if (visible && op.hasMaskMod()) {
+          if (op.hasMaskMod()) {
             Scalar position[] = {Scalar::ofInt(b), Scalar::ofInt(h),
                                  Scalar::ofInt(i), Scalar::ofInt(j)};
             llvm::Expected<Scalar> kept = interp.run(op.getMaskMod(), position);
             if (!kept)
               return at("mask_mod", b, h, i, j, kept.takeError());
-            visible = kept->i != 0;
+            visible = visible && kept->i != 0;
           }
           keep[j] = visible;
-          if (!visible)
+          if (!visible && !op.hasScoreMod())
             continue;
-          ++result.visiblePairs;
           double dot = 0;
           for (int64_t c = 0; c < d; ++c)
             dot += qs[((b * heads + h) * rows + i) * d + c] *
@@ -615,6 +617,9 @@ llvm::Expected<ReferenceResult> attn_run::referenceAttention(
               return at("score_mod", b, h, i, j, modified.takeError());
             s = modified->f;
           }
+          if (!visible)
+            continue;
+          ++result.visiblePairs;
           scores[j] = s;
           max = std::max(max, s);
         }

@@ -116,14 +116,15 @@ def DecomposeAttention : Pass<"attn-decompose-attention"> {
     `attn-tile-attention` chose for a GPU block) overrides `kv-tile`. Causal ops stop the loop at the diagonal and
     split it in two: kv-tiles wholly below the diagonal run without any mask
     arithmetic, only the tiles that cross it compare indices. Without a
-    `score_mod` the scale is left to `attn.online_softmax`, which folds it
-    into its exp2. A block mask is not needed for correctness (`mask_mod`
+    `score_mod` the scale is left to `attn.online_softmax`, which applies
+    it with the max. A block mask is not needed for correctness (`mask_mod`
     decides every element) and is not read here.
 
-    With `bounds-checks`, each read of a captured tensor in a region is
-    guarded (an index outside the tensor reads nothing and yields 0), and
-    each integer division or remainder is checked for a zero divisor and
-    for INT_MIN / -1 (it then divides by 1). A failed check is reported: on
+    With `bounds-checks`, each `tensor.extract` in a region (nested ones
+    included) is guarded (an index outside the tensor reads nothing and
+    yields 0), and each integer division or remainder is checked for a zero
+    divisor and for INT_MIN / -1 (it then divides by 1). Regions run on
+    whole tiles, masked positions included, so checks see those too. A failed check is reported: on
     the host by calling `attnReportRegionError(error, region, argument, dim,
     index, size)`, which the CPU runner defines and turns into an error
     naming the argument and the index; in GPU kernels by printing the same

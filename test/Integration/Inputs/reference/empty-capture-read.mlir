@@ -1,4 +1,4 @@
-// From fuzzing (C3): a score_mod reading a zero-size captured tensor.
+// Found by fuzzing: a score_mod reading a zero-size captured tensor.
 func.func @attention(%q: tensor<1x1x?x16xf32>, %k: tensor<1x1x?x16xf32>,
                      %v: tensor<1x1x?x16xf32>, %o: tensor<1x1x?x16xf32>,
                      %c: tensor<0xf32>) -> tensor<1x1x?x16xf32> {

@@ -1,4 +1,4 @@
-// From fuzzing (C7): a mask_mod taking q mod kv, which divides by zero at kv = 0.
+// Found by fuzzing: a mask_mod taking q mod kv, which divides by zero at kv = 0.
 func.func @attention(%q: tensor<1x1x?x16xf32>, %k: tensor<1x1x?x16xf32>,
                      %v: tensor<1x1x?x16xf32>, %o: tensor<1x1x?x16xf32>) -> tensor<1x1x?x16xf32> {
   %r = attn.attention ins(%q, %k, %v : tensor<1x1x?x16xf32>, tensor<1x1x?x16xf32>, tensor<1x1x?x16xf32>)
