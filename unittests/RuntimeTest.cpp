@@ -531,8 +531,8 @@ TEST(RuntimeBundle, BinariesArePlainFilesInTheBundlesDirectory) {
   ASSERT_TRUE(Bundle::parse(withFile("k.ptx"), dir, bundle, error)) << error;
   EXPECT_EQ(bundle.binary("k")->image, ".version 8.0\n");
 
-  // Not regular files: a directory, a FIFO (reading would wait), a device
-  // behind a symbolic link.
+  // Not regular files: a directory, a FIFO (reading would wait), and any
+  // symbolic link (to a device, or to a file outside the directory).
   ::mkdir((dir + "/d.ptx").c_str(), 0755);
   EXPECT_FALSE(Bundle::parse(withFile("d.ptx"), dir, bundle, error));
   EXPECT_TRUE(contains(error, "d.ptx' is a directory, not a regular file"))
@@ -544,7 +544,12 @@ TEST(RuntimeBundle, BinariesArePlainFilesInTheBundlesDirectory) {
   ::unlink((dir + "/z.ptx").c_str());
   ASSERT_EQ(::symlink("/dev/zero", (dir + "/z.ptx").c_str()), 0);
   EXPECT_FALSE(Bundle::parse(withFile("z.ptx"), dir, bundle, error));
-  EXPECT_TRUE(contains(error, "z.ptx' is a device, not a regular file"))
+  EXPECT_TRUE(contains(error, "z.ptx' is a symbolic link, not a regular file"))
+      << error;
+  ::unlink((dir + "/p.ptx").c_str());
+  ASSERT_EQ(::symlink("/etc/passwd", (dir + "/p.ptx").c_str()), 0);
+  EXPECT_FALSE(Bundle::parse(withFile("p.ptx"), dir, bundle, error));
+  EXPECT_TRUE(contains(error, "p.ptx' is a symbolic link, not a regular file"))
       << error;
 
   // Too large (a sparse file: no disk space taken).

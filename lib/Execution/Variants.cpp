@@ -69,9 +69,13 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
   std::string oType =
       llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hq, m, dv, t);
   std::string lseType = llvm::formatv("tensor<{0}x{1}x{2}xf32>", b, hq, m);
-  if (!std::isfinite(spec.scale) || spec.scale < 0)
+  // The scale is an f32 attribute: it must stay finite and non-zero there.
+  float scale32 = static_cast<float>(spec.scale);
+  if (!std::isfinite(spec.scale) || spec.scale < 0 ||
+      !std::isfinite(scale32) || (spec.scale > 0 && scale32 == 0))
     return llvm::createStringError(
-        "--scale must be a finite positive number (or 0 for 1/sqrt(D))");
+        "--scale must be a positive number that f32 holds (or 0 for "
+        "1/sqrt(D))");
 
   std::string captures, maskBody, scoreBody;
   llvm::StringRef param;
@@ -134,9 +138,11 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
         attn.yield %r : f32)";
   } else if (splitParam(scoreMod, "softcap", param)) {
     double cap;
-    if (param.getAsDouble(cap) || !(cap > 0) || !std::isfinite(cap))
+    if (param.getAsDouble(cap) || !(cap > 0) ||
+        !std::isfinite(static_cast<float>(cap)) ||
+        static_cast<float>(cap) == 0)
       return llvm::createStringError(
-          "--score-mod=softcap:C needs a finite C > 0");
+          "--score-mod=softcap:C needs a C > 0 that f32 holds");
     // Gemma 2's soft-capping: C * tanh(score / C).
     scoreBody = llvm::formatv(R"(
         %c = arith.constant {0:e8} : f32

@@ -669,10 +669,14 @@ namespace {
 /// Reads `path`, which must be a regular file of at most `maxBytes` bytes
 /// (checked before reading, so that /dev/zero or a FIFO is an error, not a
 /// hang or an exhausted memory); `what` names the limit's rule in errors.
+/// With `insideOnly`, a symbolic link is refused too: a binary's file must
+/// be in the bundle's directory, not merely named there.
 bool readFile(const std::string &path, int64_t maxBytes, const char *what,
-              std::string &contents, std::string &error) {
+              std::string &contents, std::string &error,
+              bool insideOnly = false) {
   auto notRegular = [&](const struct stat &st) {
-    const char *kind = S_ISDIR(st.st_mode)    ? "a directory"
+    const char *kind = S_ISLNK(st.st_mode)    ? "a symbolic link"
+                       : S_ISDIR(st.st_mode)  ? "a directory"
                        : S_ISFIFO(st.st_mode) ? "a FIFO"
                        : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
                        : S_ISSOCK(st.st_mode)                       ? "a socket"
@@ -687,7 +691,8 @@ bool readFile(const std::string &path, int64_t maxBytes, const char *what,
     return false;
   };
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
+  if ((insideOnly ? ::lstat(path.c_str(), &st) : ::stat(path.c_str(), &st)) !=
+      0) {
     error = "cannot read " + quoted(path, 4096) + ": " + std::strerror(errno);
     return false;
   }
@@ -697,7 +702,8 @@ bool readFile(const std::string &path, int64_t maxBytes, const char *what,
     return tooLarge(st.st_size);
   // O_NONBLOCK: should the file have become a FIFO since stat, opening it
   // must not wait for a writer.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK |
+                                    (insideOnly ? O_NOFOLLOW : 0));
   if (fd < 0) {
     error = "cannot read " + quoted(path, 4096) + ": " + std::strerror(errno);
     return false;
@@ -942,8 +948,8 @@ bool Bundle::parse(const std::string &text, const std::string &directory,
                   "directory (no '/', '\\' or control characters, not empty, "
                   "'.' or '..')");
     Binary binary{*name, *format, *target, ""};
-    if (!readFile(dir + *file, kMaxBinaryBytes, "a binary", binary.image,
-                  error))
+    if (!readFile(dir + *file, kMaxBinaryBytes, "a binary", binary.image, error,
+                  /*insideOnly=*/true))
       return fail("binary " + quoted(*name) + ": " + error);
     if (binary.image.empty())
       return fail(quoted(*file) + " is empty");
