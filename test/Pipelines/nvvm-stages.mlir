@@ -12,6 +12,7 @@
 // RUN: not attn-opt %s --attn-lower-to-nvvm=chip=sm_80a 2>&1 | FileCheck %s --check-prefix=UNKNOWNCHIP
 // RUN: not attn-opt %s --attn-lower-to-nvvm=chip=sm_91 2>&1 | FileCheck %s --check-prefix=UNKNOWNCHIP
 // RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 threads=2048" 2>&1 | FileCheck %s --check-prefix=BIGBLOCK
+// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 q-tile=4611686018427387904" 2>&1 | FileCheck %s --check-prefix=BIGBLOCK
 // Tiles too large for any GPU's shared memory are refused at the grid.
 // RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 q-tile=512 kv-tile=256" 2>&1 | FileCheck %s --check-prefix=SMEM
 // RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=ptx" 2>&1 | FileCheck %s --check-prefix=STAGE
