@@ -285,7 +285,7 @@ def softmax_error(y, ref):
     rows: their values are subnormal (one step is up to the value itself),
     and a last-bit difference of a correct f32 result moves every element
     of one input value across a rounding boundary at once (f16 [1, 2^24]:
-    4e-3 from a row sum off by 1e-5; bench/RESULTS.md, session 7)."""
+    4e-3 from a row sum off by 1e-5)."""
     if y.numel() == 0:
         return 0.0
     bits, least = _FORMATS[y.dtype]

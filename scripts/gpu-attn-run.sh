@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# attn-run --target=gpu on the lent GPU machine, which has no MLIR: made here
-# with `scripts/pack-attn-run.sh` (gpu-tools/attn-run.tar.xz, carried with
-# the device tool's `carry: ["gpu-tools"]`). Runs the README's example
-# (what scripts/main.sh runs when a GPU is present) and the correctness
-# matrix of the pipeline issue with masks and score mods, compiled on that
-# machine for its GPU, then a timed run.
+# attn-run --target=gpu on a GPU machine that has no MLIR: made on a build
+# machine with `scripts/pack-attn-run.sh` (gpu-tools/attn-run.tar.xz, copied
+# to the GPU machine's checkout). Runs the README's example (what
+# scripts/main.sh runs when a GPU is present) and the correctness matrix
+# with masks and score mods, compiled on that machine for its GPU, then a
+# timed run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tar -xJf gpu-tools/attn-run.tar.xz -C /tmp || exit 1

@@ -124,8 +124,8 @@ private:
                       IRMapping &mapping, int64_t region);
   void guardedDivision(OpBuilder &builder, Operation *division,
                        IRMapping &mapping, int64_t region);
-  /// Emits the report of a failed check (see RegionError).
-  void report(OpBuilder &builder, Location l, RegionError error, int64_t region,
+  /// Emits the report of a failed check; `error` is an i64 RegionError.
+  void report(OpBuilder &builder, Location l, Value error, int64_t region,
               Value operand, Value dim, Value index, Value size);
 
   OpBuilder &b;
@@ -202,7 +202,7 @@ void FlashBuilder::cloneChecked(OpBuilder &builder, Operation &nested,
   }
 }
 
-void FlashBuilder::report(OpBuilder &builder, Location l, RegionError error,
+void FlashBuilder::report(OpBuilder &builder, Location l, Value error,
                           int64_t region, Value operand, Value dim, Value index,
                           Value size) {
   auto i64 = builder.getI64Type();
@@ -211,24 +211,22 @@ void FlashBuilder::report(OpBuilder &builder, Location l, RegionError error,
       return v;
     if (v.getType().isIndex())
       return arith::IndexCastOp::create(builder, l, i64, v);
+    if (v.getType().getIntOrFloatBitWidth() > 64)
+      return arith::TruncIOp::create(builder, l, i64, v);
     return arith::ExtSIOp::create(builder, l, i64, v);
   };
-  Value values[] = {arith::ConstantIntOp::create(builder, l, i64,
-                                                 static_cast<int64_t>(error)),
-                    arith::ConstantIntOp::create(builder, l, i64, region),
-                    toI64(operand),
-                    toI64(dim),
-                    toI64(index),
-                    toI64(size)};
+  Value values[] = {
+      error,          arith::ConstantIntOp::create(builder, l, i64, region),
+      toI64(operand), toI64(dim),
+      toI64(index),   toI64(size)};
   if (checks == RegionChecks::HostReport) {
     func::CallOp::create(builder, l, kRegionErrorFunction, TypeRange{}, values);
     return;
   }
-  gpu::PrintfOp::create(
-      builder, l,
-      "attn: region error %lld in region %lld: argument %lld dim %lld, "
-      "index %lld, size %lld\n",
-      values);
+  gpu::PrintfOp::create(builder, l,
+                        "attn: region error %lld in region %lld: argument "
+                        "%lld dim %lld, values %lld and %lld\n",
+                        values);
   LLVM::Trap::create(builder, l);
 }
 
@@ -277,7 +275,10 @@ void FlashBuilder::guardedExtract(OpBuilder &builder, tensor::ExtractOp extract,
         scf::YieldOp::create(nb, nl, nb.clone(*extract, mapping)->getResults());
       },
       [&](OpBuilder &nb, Location nl) {
-        report(nb, nl, RegionError::ReadOutOfBounds, region,
+        Value error = arith::ConstantIntOp::create(
+            nb, nl, nb.getI64Type(),
+            static_cast<int64_t>(RegionError::ReadOutOfBounds));
+        report(nb, nl, error, region,
                capturedArgument(nb, nl, extract.getTensor()), badDim, badIndex,
                badSize);
         scf::YieldOp::create(
@@ -325,30 +326,7 @@ void FlashBuilder::guardedDivision(OpBuilder &builder, Operation *division,
             nb, nl, nb.getI64Type(),
             static_cast<int64_t>(RegionError::DivisionOverflow)));
     Value none = arith::ConstantIntOp::create(nb, nl, nb.getI64Type(), -1);
-    // The kind is dynamic here, so report() is spelled out for it.
-    auto i64 = nb.getI64Type();
-    auto toI64 = [&](Value v) -> Value {
-      if (v.getType() == i64)
-        return v;
-      if (v.getType().isIndex())
-        return arith::IndexCastOp::create(nb, nl, i64, v);
-      if (v.getType().getIntOrFloatBitWidth() > 64)
-        return arith::TruncIOp::create(nb, nl, i64, v);
-      return arith::ExtSIOp::create(nb, nl, i64, v);
-    };
-    Value values[] = {
-        kind,       arith::ConstantIntOp::create(nb, nl, i64, region),
-        none,       none,
-        toI64(lhs), toI64(rhs)};
-    if (checks == RegionChecks::HostReport) {
-      func::CallOp::create(nb, nl, kRegionErrorFunction, TypeRange{}, values);
-    } else {
-      gpu::PrintfOp::create(nb, nl,
-                            "attn: region error %lld in region %lld: "
-                            "argument %lld dim %lld, %lld divided by %lld\n",
-                            values);
-      LLVM::Trap::create(nb, nl);
-    }
+    report(nb, nl, kind, region, none, none, lhs, rhs);
     scf::YieldOp::create(nb, nl);
   });
   // Divide by 1 instead: the result is never used once reported.

@@ -856,12 +856,9 @@ struct SoftmaxKernel : IndexBuilder {
   /// mod 3, `staggerNs` apart: all at once, every block of an SM reached
   /// its exchange together and memory idled for several us while they
   /// waited (bench/softmax_timeline.py); staggered, a third copies while
-  /// the others exchange. Same call, f16 rows of 100003-700001: 0.92-0.93
-  /// of the copy against 0.89-0.91, f32 +0.01-0.03; odd rows alone 6 us
-  /// late gained less, 9 us nothing, 12 us lost 0.02-0.03
-  /// (bench/RESULTS.md, session 7). The only blocks that wait for a
-  /// sleeping one are its row's, which sleep alike (or start after the
-  /// first wave anyway).
+  /// the others exchange (the measurements are in bench/RESULTS.md). The
+  /// only blocks that wait for a sleeping one are its row's, which sleep
+  /// alike (or start after the first wave anyway).
   void staggerFirstWave() {
     if (!splitRow || staggerNs <= 0)
       return;
