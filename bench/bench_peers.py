@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Times attn's kernels next to PyTorch's SDPA (flash and cuDNN backends) and
-compiled FlexAttention, in one process, on BENCHMARKS.md's shapes:
-B*N = 16384, H*D = 2048, N in {512, ..., 16384}. Prints a table last and
-writes every row as JSON to $OUT/bench-peers.json.
+compiled FlexAttention, in one process, on the benchmark shapes of
+docs/Benchmarking.md: B*N = 16384, H*D = 2048, N in {512, ..., 16384}.
+Prints a table last and writes every row as JSON to $OUT/bench-peers.json.
 
   python3 bench/bench_peers.py gpu-bundles/bench-bf16-d128-causal-bundle.json ...
 
 Each bundle name says its dtype, D and whether it is causal
-(bench-<dtype>-d<D>-<causal|full>-bundle.json, from make-gpu-bundles.sh).
+(bench-<dtype>-d<D>-<causal|full>-bundle.json, from
+scripts/gpu/make-bundles.sh).
 """
 
 import json

@@ -3,14 +3,14 @@ bandwidth next to torch.softmax, a torch.compile'd softmax and a
 device-to-device copy, in one process.
 
 usage: python3 bench/softmax_bench.py gpu-bundles [VARIANT ...]
-  (softmax-{f32,f16,bf16} bundles made by scripts/make-gpu-bundles.sh; a
+  (softmax-{f32,f16,bf16} bundles made by scripts/gpu/make-bundles.sh; a
   VARIANT names softmax-VARIANT-{f32,f16,bf16} bundles, compiled with other
   pass options, measured after the default)
 
 GB/s counts one read and one write of the M x N input (M * N = 2^26, or
-2^SOFTMAX_TOTAL_LOG2), as
-BENCHMARKS.md asks; the copy reads and writes the same bytes. Every figure
-is triton's do_bench median (as the anchors are measured).
+2^SOFTMAX_TOTAL_LOG2; docs/Benchmarking.md); the copy reads and writes the
+same bytes. Every figure is triton's do_bench median, for attn and the peers
+alike.
 """
 
 import json
@@ -27,10 +27,10 @@ from triton.testing import do_bench  # noqa: E402
 
 
 def median_ms(fn):
-    """triton's do_bench, as shared/anchors/bench_anchors.py times the peers:
-    CUDA events around each call, L2 flushed before each (so the cache is
-    not measured, and the GPU is busy while the next launch is queued: a
-    launch through ctypes is slower than PyTorch's), median after warm-up."""
+    """triton's do_bench, the same for attn and every peer: CUDA events
+    around each call, L2 flushed before each (so the cache is not measured,
+    and the GPU is busy while the next launch is queued: a launch through
+    ctypes is slower than PyTorch's), median after warm-up."""
     return do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
@@ -187,7 +187,7 @@ failures = (sum(check(v) for v in variants)
 # Row lengths; SOFTMAX_BENCH_N="98304,100003" measures others.
 SIZES = [int(n) for n in os.environ.get(
     "SOFTMAX_BENCH_N", "1024,1000,4096,16384,65536,100003,262144,1048576").split(",")]
-# M * N = 2^26 as the issue asks; SOFTMAX_TOTAL_LOG2=28 measures 4x the bytes
+# M * N = 2^26 (docs/Benchmarking.md); SOFTMAX_TOTAL_LOG2=28 measures 4x the bytes
 # (what a fixed cost per launch, a ramp or a tail, weighs).
 TOTAL_LOG2 = int(os.environ.get("SOFTMAX_TOTAL_LOG2", "26"))
 # SOFTMAX_PEERS=0 leaves torch.softmax and torch.compile out (faster A/B).

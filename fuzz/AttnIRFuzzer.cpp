@@ -9,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/IR/AttnDialect.h"
+#include "AttnDialect/InitAll.h"
 #include "AttnDialect/Pipelines/Pipelines.h"
-#include "AttnDialect/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -35,15 +35,9 @@ namespace {
 
 MLIRContext &context() {
   static MLIRContext *ctx = [] {
-    registerAllPasses();
-    attn::registerAttnPasses();
-    attn::registerAttnPipelines();
+    attn::registerAllPassesAndAttn();
     DialectRegistry registry;
-    registry.insert<attn::AttnDialect>();
-    registerAllDialects(registry);
-    registerAllExtensions(registry);
-    registerAllToLLVMIRTranslations(registry);
-    NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+    attn::registerAllDialectsAndAttn(registry);
     auto *created = new MLIRContext(registry, MLIRContext::Threading::DISABLED);
     created->loadAllAvailableDialects();
     created->allowUnregisteredDialects(false);

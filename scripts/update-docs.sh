@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 ninja -C "$build" mlir-doc
-cp "$build/docs/AttnDialect/AttnOps.md" docs/AttnOps.md
-cp "$build/docs/AttnDialect/AttnPasses.md" docs/AttnPasses.md
+generated="$build/docs/AttnDialect"
+cp "$generated/AttnOps.md" docs/AttnOps.md
+for stage in Transforms Conversion GPU NVVM KernelBundle; do
+  cp "$generated/Attn${stage}Passes.md" "docs/passes/$stage.md"
+done
 echo "docs/ updated from $build"

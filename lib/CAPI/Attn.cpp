@@ -3,7 +3,7 @@
 #include "AttnDialect/CAPI/Attn.h"
 #include "AttnDialect/IR/AttnDialect.h"
 #include "AttnDialect/IR/AttnTypes.h"
-#include "AttnDialect/Transforms/Passes.h"
+#include "AttnDialect/InitAll.h"
 
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Pass.h"
@@ -18,9 +18,7 @@ MLIR_DEFINE_CAPI_DIALECT_REGISTRATION(Attn, attn, mlir::attn::AttnDialect)
 
 void mlirAttnRegisterAllDialects(MlirDialectRegistry registry) {
   DialectRegistry &r = *unwrap(registry);
-  r.insert<AttnDialect>();
-  registerAllDialects(r);
-  registerAllExtensions(r);
+  registerAllDialectsAndAttn(r);
 }
 
 bool mlirAttnTypeIsABlockMask(MlirType type) {
@@ -35,4 +33,10 @@ MlirType mlirAttnBlockMaskTypeGet(MlirContext ctx, unsigned qBlock,
       qBlock, kvBlock));
 }
 
+#include "AttnDialect/Conversion/Passes.capi.cpp.inc"
+#include "AttnDialect/GPU/Passes.capi.cpp.inc"
+#include "AttnDialect/Target/KernelBundle/Passes.capi.cpp.inc"
+#include "AttnDialect/Target/NVVM/Passes.capi.cpp.inc"
 #include "AttnDialect/Transforms/Passes.capi.cpp.inc"
+
+void mlirAttnRegisterAllPasses(void) { registerAttnPassesAndPipelines(); }

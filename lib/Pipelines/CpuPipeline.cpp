@@ -1,28 +1,95 @@
 //===- CpuPipeline.cpp - attn-lower-to-cpu --------------------------------===//
 //
 // attention -> tiles -> flash loops -> linalg -> memrefs -> loops -> LLVM.
-// Upstream passes do everything after our decompositions; they are listed
-// in the textual syntax so the pipeline reads like the command a user would
-// type, and so `until=` can stop at each stage.
+// Upstream passes do everything after our decompositions; `until=` stops
+// after any stage.
 //
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/Pipelines/Pipelines.h"
+#include "AttnDialect/Transforms/Passes.h"
 #include "Stages.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/Transforms/RequestCWrappers.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
-#include "llvm/Support/FormatVariadic.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 using namespace mlir::attn;
 
+namespace {
+
+void addTileStage(OpPassManager &pm, const CpuPipelineOptions &options) {
+  pm.addPass(createRecordShapeContract());
+  TileAttentionOptions tile;
+  tile.qTile = options.qTile;
+  pm.addPass(createTileAttention(tile));
+  pm.addPass(createCanonicalizerPass());
+}
+
+void addDecomposeStage(OpPassManager &pm, const CpuPipelineOptions &options) {
+  DecomposeOptions decompose;
+  decompose.kvTile = options.kvTile;
+  decompose.rowTile = options.rowTile;
+  decompose.boundsChecks = options.boundsChecks;
+  addDecompositions(pm, decompose);
+}
+
+void addBufferizeStage(OpPassManager &pm, const CpuPipelineOptions &) {
+  // Loop-carried softmax statistics are updated out of place; allowing
+  // fresh buffers to be yielded from loops keeps that legal.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.allowReturnAllocsFromLoops = true;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+}
+
+void addLoopsStage(OpPassManager &pm, const CpuPipelineOptions &) {
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createForallToForLoopPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void addLlvmStage(OpPassManager &pm, const CpuPipelineOptions &) {
+  pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
+  pm.addPass(createSCFToControlFlowPass());
+  // tanh and friends go to libm; exp2 and fma to LLVM intrinsics.
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+} // namespace
+
 LogicalResult mlir::attn::buildCpuPipeline(
     OpPassManager &pm, const CpuPipelineOptions &options,
     function_ref<LogicalResult(const Twine &)> errorHandler) {
-  FailureOr<int> stop = findStage(
-      "attn-lower-to-cpu", {"tile", "decompose", "bufferize", "loops", "llvm"},
-      options.until, errorHandler);
+  using AddStage = void (*)(OpPassManager &, const CpuPipelineOptions &);
+  const Stage<AddStage> stages[] = {{"tile", addTileStage},
+                                    {"decompose", addDecomposeStage},
+                                    {"bufferize", addBufferizeStage},
+                                    {"loops", addLoopsStage},
+                                    {"llvm", addLlvmStage}};
+  FailureOr<int> stop = findStage<AddStage>("attn-lower-to-cpu", stages,
+                                            options.until, errorHandler);
   if (failed(stop))
     return failure();
   if (options.qTile <= 0 || options.kvTile <= 0 || options.rowTile <= 0 ||
@@ -31,32 +98,7 @@ LogicalResult mlir::attn::buildCpuPipeline(
     return errorHandler("attn-lower-to-cpu: q-tile, kv-tile and row-tile "
                         "must be positive and at most " +
                         llvm::Twine(kMaxTile));
-
-  const std::string stages[] = {
-      llvm::formatv("attn-record-shape-contract,"
-                    "attn-tile-attention{{q-tile={0}},canonicalize",
-                    options.qTile.getValue()),
-      llvm::formatv(
-          "attn-decompose-merge-splits,attn-decompose-attention{{kv-tile={0} "
-          "bounds-checks={2}},"
-          "attn-decompose-softmax{{row-tile={1}},"
-          "attn-decompose-online-softmax,canonicalize,cse,"
-          "attn-check-decomposed",
-          options.kvTile.getValue(), options.rowTile.getValue(),
-          options.boundsChecks.getValue()),
-      // Loop-carried softmax statistics are updated out of place; allowing
-      // fresh buffers to be yielded from loops keeps that legal.
-      "one-shot-bufferize{bufferize-function-boundaries "
-      "function-boundary-type-conversion=identity-layout-map "
-      "allow-return-allocs-from-loops},canonicalize,"
-      "drop-equivalent-buffer-results,buffer-deallocation-pipeline,"
-      "convert-bufferization-to-memref",
-      "convert-linalg-to-loops,scf-forall-to-for,expand-strided-metadata,"
-      "lower-affine,canonicalize,cse",
-      // tanh and friends go to libm; exp2 and fma to LLVM intrinsics.
-      "func.func(llvm-request-c-wrappers),convert-scf-to-cf,convert-math-to-"
-      "llvm,"
-      "convert-math-to-libm,finalize-memref-to-llvm,convert-to-llvm,"
-      "reconcile-unrealized-casts"};
-  return addStages(pm, stages, *stop);
+  for (int stage = 0; stage <= *stop; ++stage)
+    stages[stage].add(pm, options);
+  return success();
 }

@@ -7,141 +7,162 @@
 // PTX. One kernel serves every B, H, M and N: the grid is computed from the
 // sizes at launch.
 //
-// This is the SIMT stage of the performance path (DESIGN.md): K/V tiles are
-// staged in shared memory once per block; the contractions stay tile-level
-// linalg ops until threads are distributed, so a tensor-core lowering can
-// take them over without changing the stages.
+// The GPU stage is chosen by `strategy`: `simt` stages K/V tiles in shared
+// memory and distributes the tile-level linalg ops over the block's threads.
+// The contractions stay tile-level linalg ops until then, so a tensor-core
+// strategy can take them over without changing the other stages.
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttnDialect/Conversion/Passes.h"
+#include "AttnDialect/GPU/Passes.h"
 #include "AttnDialect/Pipelines/Pipelines.h"
+#include "AttnDialect/Target/NVVM/Passes.h"
+#include "AttnDialect/Target/NVVM/TargetInfo.h"
+#include "AttnDialect/Transforms/Passes.h"
 #include "Stages.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
-#include "llvm/Support/FormatVariadic.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 using namespace mlir::attn;
 
 namespace {
-struct ChipInfo {
-  const char *name;
-  unsigned smVersion;
-  /// Shared memory an SM gives its blocks, and one block at most (the CUDA
-  /// programming guide's compute capability table): the softmax kernel
-  /// sizes split rows' tiles by the first, attention tiles fit the second.
-  int64_t sharedMemoryPerSm, sharedMemoryPerBlock;
+
+/// The options once checked, with the chip's limits looked up.
+struct NvvmStageOptions {
+  const NvvmPipelineOptions &pipeline;
+  const nvvm::TargetInfo &target;
 };
 
-/// The chips LLVM 22's NVPTX backend knows from sm_75 on: a name outside
-/// this list (sm_80a, sm_91) would pass a pattern check and then abort
-/// instruction selection.
-constexpr int64_t KiB = 1024;
-constexpr ChipInfo kChips[] = {
-    {"sm_75", 75, 64 * KiB, 64 * KiB},
-    {"sm_80", 80, 164 * KiB, 163 * KiB},
-    {"sm_86", 86, 100 * KiB, 99 * KiB},
-    {"sm_87", 87, 164 * KiB, 163 * KiB},
-    {"sm_89", 89, 100 * KiB, 99 * KiB},
-    {"sm_90", 90, 228 * KiB, 227 * KiB},
-    {"sm_90a", 90, 228 * KiB, 227 * KiB},
-    {"sm_100", 100, 228 * KiB, 227 * KiB},
-    {"sm_100a", 100, 228 * KiB, 227 * KiB},
-    {"sm_120", 120, 100 * KiB, 99 * KiB},
-    {"sm_120a", 120, 100 * KiB, 99 * KiB},
-};
-
-const ChipInfo *lookupChip(llvm::StringRef name) {
-  for (const ChipInfo &chip : kChips)
-    if (name == chip.name)
-      return &chip;
-  return nullptr;
+void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
+  pm.addPass(createRecordShapeContract());
+  // q-tile and kv-tile 0: the tile pass chooses per op what fits.
+  TileAttentionOptions tile;
+  tile.qTile = options.pipeline.qTile;
+  tile.kvTile = options.pipeline.kvTile;
+  tile.sharedMemoryPerBlock = options.target.sharedMemoryPerBlock;
+  tile.gpuMapping = true;
+  pm.addPass(createTileAttention(tile));
+  pm.addPass(createCanonicalizerPass());
 }
 
-std::string knownChips() {
-  std::string list;
-  for (const ChipInfo &chip : kChips)
-    list += (list.empty() ? "" : ", ") + std::string(chip.name);
-  return list;
+void addDecomposeStage(OpPassManager &pm, const NvvmStageOptions &options) {
+  SoftmaxToGpuOptions softmax;
+  softmax.sharedMemoryPerSm = options.target.sharedMemoryPerSm;
+  softmax.asyncCopy = options.target.hasAsyncCopy();
+  pm.addPass(createSoftmaxToGpu(softmax));
+  DecomposeOptions decompose;
+  // The tile pass recorded its kv-tile on each op; this is the fallback.
+  decompose.kvTile =
+      options.pipeline.kvTile > 0 ? options.pipeline.kvTile.getValue() : 64;
+  decompose.boundsChecks = options.pipeline.boundsChecks;
+  addDecompositions(pm, decompose);
 }
+
+void addBufferizeStage(OpPassManager &pm, const NvvmStageOptions &) {
+  // Kernels cannot allocate: bound every temporary (a block's go to shared
+  // memory), bufferize, copy with linalg, and stage the global tiles the
+  // block reads in shared memory.
+  pm.addPass(createBoundTemporaries());
+  pm.addPass(createCanonicalizerPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCopiesToLinalg());
+  pm.addPass(createStageInWorkgroup());
+}
+
+void addGpuStage(OpPassManager &pm, const NvvmStageOptions &options) {
+  MapForallToGpuOptions map;
+  map.threads = options.pipeline.threads;
+  map.sharedMemoryPerBlock = options.target.sharedMemoryPerBlock;
+  pm.addPass(createMapForallToGpu(map));
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createDistributeToThreads());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Constants back into the kernel, where divisions by tile sizes fold into
+  // shifts.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+}
+
+void addNvvmStage(OpPassManager &pm, const NvvmStageOptions &options) {
+  GpuNVVMAttachTargetOptions attach;
+  attach.chip = options.target.chip.str();
+  attach.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(attach));
+  // Only the kernels are lowered: the host keeps its launch sizes as affine
+  // expressions over memref.dim, which the kernel bundle records.
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  kernels.addPass(createLowerAffinePass());
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(createApproxMathToNVVM());
+  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createExternDynamicSharedMemory());
+  kernels.addPass(createConvertNVVMToLLVMPass());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void addBinaryStage(OpPassManager &pm, const NvvmStageOptions &options) {
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.pipeline.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
 } // namespace
 
 LogicalResult mlir::attn::buildNvvmPipeline(
     OpPassManager &pm, const NvvmPipelineOptions &options,
     function_ref<LogicalResult(const Twine &)> errorHandler) {
-  FailureOr<int> stop =
-      findStage("attn-lower-to-nvvm",
-                {"tile", "decompose", "bufferize", "gpu", "nvvm", "binary"},
-                options.until, errorHandler);
+  using AddStage = void (*)(OpPassManager &, const NvvmStageOptions &);
+  const Stage<AddStage> stages[] = {
+      {"tile", addTileStage},           {"decompose", addDecomposeStage},
+      {"bufferize", addBufferizeStage}, {"gpu", addGpuStage},
+      {"nvvm", addNvvmStage},           {"binary", addBinaryStage}};
+  FailureOr<int> stop = findStage<AddStage>("attn-lower-to-nvvm", stages,
+                                            options.until, errorHandler);
   if (failed(stop))
     return failure();
   if (options.chip.empty())
     return errorHandler("attn-lower-to-nvvm: missing target chip: pass "
                         "chip=sm_80 or chip=sm_90");
-  const ChipInfo *chip = lookupChip(options.chip);
-  if (!chip)
-    return errorHandler(
-        "attn-lower-to-nvvm: unsupported chip '" + options.chip.getValue() +
-        "': the kernels need sm_75 or newer, one of " + knownChips());
-  unsigned smVersion = chip->smVersion;
+  const nvvm::TargetInfo *target = nvvm::lookupTarget(options.chip);
+  if (!target)
+    return errorHandler("attn-lower-to-nvvm: unsupported chip '" +
+                        options.chip.getValue() +
+                        "': the kernels need sm_75 or newer, one of " +
+                        nvvm::knownTargetNames());
+  if (options.strategy != "simt")
+    return errorHandler("attn-lower-to-nvvm: unknown strategy '" +
+                        options.strategy.getValue() + "' (expected simt)");
   if (options.qTile < 0 || options.kvTile < 0 || options.threads <= 0 ||
-      options.threads > 1024 || options.qTile > kMaxTile ||
+      options.threads > nvvm::kMaxThreadsPerBlock || options.qTile > kMaxTile ||
       options.kvTile > kMaxTile)
     return errorHandler(
         "attn-lower-to-nvvm: need 0 <= q-tile <= " + llvm::Twine(kMaxTile) +
         ", 0 <= kv-tile <= " + llvm::Twine(kMaxTile) +
-        " (0: chosen to fit the chip) and 0 < threads <= "
-        "1024");
+        " (0: chosen to fit the chip) and 0 < threads <= " +
+        llvm::Twine(nvvm::kMaxThreadsPerBlock));
   if (options.format != "isa" && options.format != "bin")
     return errorHandler("attn-lower-to-nvvm: format must be isa or bin, not '" +
                         options.format.getValue() + "'");
 
-  int64_t sharedMemoryPerSm = chip->sharedMemoryPerSm;
-  const std::string stages[] = {
-      // q-tile and kv-tile 0: the tile pass chooses per op what fits.
-      llvm::formatv("attn-record-shape-contract,"
-                    "attn-tile-attention{{q-tile={0} kv-tile={1} "
-                    "shared-memory-per-block={2} gpu-mapping},"
-                    "canonicalize",
-                    options.qTile.getValue(), options.kvTile.getValue(),
-                    chip->sharedMemoryPerBlock),
-      llvm::formatv("attn-softmax-to-gpu{{shared-memory-per-sm={1} "
-                    "async-copy={2}},"
-                    "attn-decompose-merge-splits,"
-                    "attn-decompose-attention{{"
-                    "kv-tile={0} bounds-checks={3}},attn-decompose-softmax,"
-                    "attn-decompose-online-softmax,canonicalize,cse,"
-                    "attn-check-decomposed",
-                    options.kvTile > 0 ? options.kvTile.getValue() : 64,
-                    sharedMemoryPerSm, smVersion >= 80,
-                    options.boundsChecks.getValue()),
-      // Kernels cannot allocate: bound every temporary (a block's go to
-      // shared memory), bufferize, copy with linalg, and stage the global
-      // tiles the block reads in shared memory.
-      "attn-bound-temporaries,canonicalize,"
-      "one-shot-bufferize{bufferize-function-boundaries "
-      "function-boundary-type-conversion=identity-layout-map},canonicalize,"
-      "attn-copies-to-linalg,attn-stage-in-workgroup",
-      llvm::formatv("attn-map-forall-to-gpu{{threads={0} "
-                    "shared-memory-per-block={1}},"
-                    "convert-linalg-to-parallel-loops,"
-                    "attn-distribute-to-threads,canonicalize,cse,"
-                    // Constants back into the kernel, where divisions by
-                    // tile sizes fold into shifts.
-                    "gpu-launch-sink-index-computations,"
-                    "gpu-kernel-outlining",
-                    options.threads.getValue(), chip->sharedMemoryPerBlock),
-      // Only the kernels are lowered: the host keeps its launch sizes as
-      // affine expressions over memref.dim, which the kernel bundle records.
-      llvm::formatv("nvvm-attach-target{{chip={0} O=3},"
-                    "gpu.module(expand-strided-metadata,lower-affine,"
-                    "convert-scf-to-cf,attn-approx-math-to-nvvm,"
-                    "convert-gpu-to-nvvm,attn-extern-dynamic-shared-memory,"
-                    "convert-nvvm-to-llvm,canonicalize,"
-                    "cse,reconcile-unrealized-casts)",
-                    options.chip.getValue()),
-      llvm::formatv("gpu-module-to-binary{{format={0}}",
-                    options.format.getValue())};
-  return addStages(pm, stages, *stop);
+  NvvmStageOptions stageOptions{options, *target};
+  for (int stage = 0; stage <= *stop; ++stage)
+    stages[stage].add(pm, stageOptions);
+  return success();
 }

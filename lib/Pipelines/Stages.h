@@ -3,39 +3,50 @@
 #ifndef ATTN_LIB_PIPELINES_STAGES_H
 #define ATTN_LIB_PIPELINES_STAGES_H
 
+#include "AttnDialect/Transforms/Passes.h"
+
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 
 #include <string>
 
 namespace mlir::attn {
 
-/// The index of stage `until` among `names`; an error through
+/// A stage of a pipeline: its name (for `until=`) and what adds its passes.
+template <typename AddStage> struct Stage {
+  StringRef name;
+  AddStage add;
+};
+
+/// The index of stage `until` among `stages`; an error through
 /// `errorHandler` that lists the stages when there is none.
-inline FailureOr<int>
-findStage(StringRef pipeline, ArrayRef<StringRef> names, StringRef until,
+template <typename AddStage>
+FailureOr<int>
+findStage(StringRef pipeline, ArrayRef<Stage<AddStage>> stages, StringRef until,
           function_ref<LogicalResult(const Twine &)> errorHandler) {
-  for (auto [index, name] : llvm::enumerate(names))
-    if (name == until)
+  for (auto [index, stage] : llvm::enumerate(stages))
+    if (stage.name == until)
       return static_cast<int>(index);
   std::string expected;
-  for (auto [index, name] : llvm::enumerate(names))
-    expected += (index == 0                  ? ""
-                 : index + 1 == names.size() ? " or "
-                                             : ", ") +
-                name.str();
+  for (auto [index, stage] : llvm::enumerate(stages))
+    expected += (index == 0                   ? ""
+                 : index + 1 == stages.size() ? " or "
+                                              : ", ") +
+                stage.name.str();
   (void)errorHandler(pipeline + ": unknown stage '" + until + "' (expected " +
                      expected + ")");
   return failure();
 }
 
-/// Adds the textual pipelines of stages 0 to `last`.
-inline LogicalResult addStages(OpPassManager &pm, ArrayRef<std::string> stages,
-                               int last) {
-  for (int stage = 0; stage <= last; ++stage)
-    if (failed(parsePassPipeline(stages[stage], pm)))
-      return failure();
-  return success();
+/// The decompositions both pipelines share: every attn op but the tiles'
+/// loops becomes linalg on tensors, and attn-check-decomposed fails on any
+/// op left.
+inline void addDecompositions(OpPassManager &pm,
+                              const DecomposeOptions &options) {
+  pm.addPass(createDecompose(options));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCheckDecomposed());
 }
 
 } // namespace mlir::attn

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/IR/AttnDialect.h"
-#include "AttnDialect/Transforms/Passes.h"
+#include "AttnDialect/InitAll.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/Plugins/DialectPlugin.h"
@@ -21,12 +21,12 @@ extern "C" LLVM_ATTRIBUTE_WEAK DialectPluginLibraryInfo
 mlirGetDialectPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "Attn", LLVM_VERSION_STRING,
           [](DialectRegistry *registry) {
-            registry->insert<attn::AttnDialect>();
-            attn::registerAttnPasses();
+            attn::registerAttnDialects(*registry);
+            attn::registerAttnPassesAndPipelines();
           }};
 }
 
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo mlirGetPassPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "AttnPasses", LLVM_VERSION_STRING,
-          []() { attn::registerAttnPasses(); }};
+          []() { attn::registerAttnPassesAndPipelines(); }};
 }

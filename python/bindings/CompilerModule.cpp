@@ -11,8 +11,8 @@
 #include "AttnDialect/Execution/CpuJit.h"
 #include "AttnDialect/Execution/Variants.h"
 #include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/InitAll.h"
 #include "AttnDialect/Pipelines/Pipelines.h"
-#include "AttnDialect/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -45,14 +45,8 @@ namespace {
 MLIRContext &context() {
   static MLIRContext *ctx = [] {
     DialectRegistry registry;
-    registry.insert<attn::AttnDialect>();
-    registerAllDialects(registry);
-    registerAllExtensions(registry);
-    registerAllToLLVMIRTranslations(registry);
-    NVVM::registerNVVMTargetInterfaceExternalModels(registry);
-    registerAllPasses();
-    attn::registerAttnPasses();
-    attn::registerAttnPipelines();
+    attn::registerAllDialectsAndAttn(registry);
+    attn::registerAllPassesAndAttn();
     auto *c = new MLIRContext(registry);
     c->loadAllAvailableDialects();
     return c;

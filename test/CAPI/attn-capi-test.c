@@ -58,7 +58,7 @@ int main(void) {
     return 1;
   }
 
-  mlirRegisterAttnPasses();
+  mlirAttnRegisterAllPasses();
   MlirModule module =
       mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(kModule));
   if (mlirModuleIsNull(module)) {
@@ -73,7 +73,8 @@ int main(void) {
 
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
-  mlirOpPassManagerAddOwnedPass(opm, mlirCreateAttnDecomposeOnlineSoftmax());
+  mlirOpPassManagerAddOwnedPass(
+      opm, mlirCreateAttnTransformsDecomposeOnlineSoftmax());
   if (mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, op))) {
     fprintf(stderr, "pass failed\n");
     return 1;

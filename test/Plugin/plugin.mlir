@@ -5,6 +5,12 @@
 // RUN:   --load-pass-plugin=%attn_libs/AttnPlugin%shlibext \
 // RUN:   --pass-pipeline="builtin.module(attn-decompose-online-softmax)" \
 // RUN: | FileCheck %s
+// The plugin offers the named pipelines too: the whole CPU lowering runs in
+// upstream mlir-opt.
+// RUN: mlir-opt %s --load-dialect-plugin=%attn_libs/AttnPlugin%shlibext \
+// RUN:   --load-pass-plugin=%attn_libs/AttnPlugin%shlibext \
+// RUN:   --pass-pipeline="builtin.module(attn-lower-to-cpu)" \
+// RUN: | FileCheck %s --check-prefix=CPU
 // Without the plugin the same mlir-opt rejects the dialect.
 // RUN: not mlir-opt %s 2>&1 | FileCheck %s --check-prefix=NOPLUGIN
 // The plugin's verifiers run inside mlir-opt too.
@@ -12,6 +18,10 @@
 // RUN: | FileCheck %s --check-prefix=BAD
 
 // VERSION: LLVM version 22
+// CPU-NOT: attn.
+// CPU: llvm.func @attention(
+// CPU: llvm.func @_mlir_ciface_attention(
+// CPU: llvm.func @step(
 // NOPLUGIN: Dialect `attn' not found
 // BAD: error: 'attn.attention' op expected query heads (6) to be a multiple of key/value heads (4)
 

@@ -7,8 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/IR/AttnDialect.h"
+#include "AttnDialect/InitAll.h"
 #include "AttnDialect/Pipelines/Pipelines.h"
-#include "AttnDialect/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -19,16 +19,9 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
-  mlir::registerAllPasses();
-  mlir::attn::registerAttnPasses();
-  mlir::attn::registerAttnPipelines();
-
+  mlir::attn::registerAllPassesAndAttn();
   mlir::DialectRegistry registry;
-  registry.insert<mlir::attn::AttnDialect>();
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  mlir::registerAllToLLVMIRTranslations(registry);
-  mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  mlir::attn::registerAllDialectsAndAttn(registry);
 
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "attn optimizer driver\n", registry));

@@ -3,7 +3,7 @@
 #include "GpuTarget.h"
 
 #include "AttnDialect/Pipelines/Pipelines.h"
-#include "AttnDialect/Transforms/Passes.h"
+#include "AttnDialect/Target/KernelBundle/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"

@@ -19,8 +19,8 @@
 #include "AttnDialect/Execution/Variants.h"
 #include "AttnDialect/IR/AttnDialect.h"
 #include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/InitAll.h"
 #include "AttnDialect/Pipelines/Pipelines.h"
-#include "AttnDialect/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -876,12 +876,8 @@ int main(int argc, char **argv) {
   }
 
   DialectRegistry registry;
-  registry.insert<attn::AttnDialect>();
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registerAllToLLVMIRTranslations(registry);
-  registerAllPasses();
-  attn::registerAttnPasses();
+  attn::registerAllDialectsAndAttn(registry);
+  attn::registerAllPassesAndAttn();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 

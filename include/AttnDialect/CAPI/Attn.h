@@ -25,6 +25,10 @@ MLIR_CAPI_EXPORTED void
 mlirAttnRegisterAllDialects(MlirDialectRegistry registry);
 
 /// Whether `type` is an !attn.block_mask.
+/// Every attn pass and the named pipelines (attn-lower-to-cpu,
+/// attn-lower-to-nvvm); mlirRegisterAttn<Stage>Passes register one stage.
+MLIR_CAPI_EXPORTED void mlirAttnRegisterAllPasses(void);
+
 MLIR_CAPI_EXPORTED bool mlirAttnTypeIsABlockMask(MlirType type);
 
 /// !attn.block_mask<q_block = qBlock, kv_block = kvBlock>; a null type if the
@@ -38,6 +42,10 @@ MLIR_CAPI_EXPORTED MlirType mlirAttnBlockMaskTypeGet(MlirContext ctx,
 #endif
 
 /// mlirRegisterAttnPasses() and one mlirCreateAttn<Pass>() per pass.
+#include "AttnDialect/Conversion/Passes.capi.h.inc"
+#include "AttnDialect/GPU/Passes.capi.h.inc"
+#include "AttnDialect/Target/KernelBundle/Passes.capi.h.inc"
+#include "AttnDialect/Target/NVVM/Passes.capi.h.inc"
 #include "AttnDialect/Transforms/Passes.capi.h.inc"
 
 #endif // ATTNDIALECT_CAPI_ATTN_H

@@ -59,6 +59,12 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
       llvm::cl::desc("keys per kv-loop step (0: the largest up to 64 whose "
                      "tiles fit the chip's shared memory)"),
       llvm::cl::init(0)};
+  Option<std::string> strategy{
+      *this, "strategy",
+      llvm::cl::desc("how the GPU stage computes a block's tiles: simt "
+                     "(the tile-level linalg ops distributed over the "
+                     "block's threads)"),
+      llvm::cl::init("simt")};
   Option<int64_t> threads{*this, "threads",
                           llvm::cl::desc("threads per block (1 to 1024)"),
                           llvm::cl::init(128)};

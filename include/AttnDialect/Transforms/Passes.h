@@ -1,4 +1,4 @@
-//===- Passes.h - attn transformation passes --------------------*- C++ -*-===//
+//===- Passes.h - dialect-level attn passes ---------------------*- C++ -*-===//
 
 #ifndef ATTNDIALECT_TRANSFORMS_PASSES_H
 #define ATTNDIALECT_TRANSFORMS_PASSES_H

@@ -1,0 +1,212 @@
+//===- AttentionOps.td - attention and its split-kv merge --*- tablegen -*-===//
+
+#ifndef ATTN_ATTENTIONOPS_TD
+#define ATTN_ATTENTIONOPS_TD
+
+include "AttnDialect/IR/AttnDialect.td"
+include "AttnDialect/IR/AttnTypes.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/TilingInterface.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Dialect/Linalg/IR/LinalgInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// attn.attention
+//===----------------------------------------------------------------------===//
+
+def Attn_AttentionOp : Attn_Op<"attention", [
+    AttrSizedOperandSegments,
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<TilingInterface, [
+        "getLoopIteratorTypes", "getIterationDomain",
+        "getTiledImplementation", "getResultTilePosition"]>,
+    DeclareOpInterfaceMethods<PartialReductionOpInterface, [
+        "generateInitialTensorForPartialReduction", "tileToPartialReduction",
+        "mergeReductions", "getPartialResultTilePosition"]>,
+    Pure]> {
+  let summary = "scaled dot-product attention with FlexAttention hooks";
+  let description = [{
+    Computes, for every batch b, query head h, query row q:
+
+    ```
+    s[kv]  = score_mod(scale * dot(Q[b, h, q, :], K[b, h / G, kv, :]), b, h, q, kv)
+    s[kv]  = -inf where mask_mod(b, h, q, kv) is false, or causal and kv > q
+    O[b, h, q, :] = sum_kv softmax(s)[kv] * V[b, h / G, kv, :]
+    ```
+
+    with G = Hq / Hkv query heads sharing each kv head (GQA; MQA when Hkv is
+    1). Shapes: Q [B, Hq, M, D], K [B, Hkv, N, D], V [B, Hkv, N, Dv], output
+    [B, Hq, M, Dv]. B, Hq, Hkv, M and N may be dynamic; D and Dv are static,
+    16 to 256 and multiples of 8. Q, K and V share one element type (f16,
+    bf16 or f32); the output may be any of these; arithmetic is f32.
+
+    The op is in destination-passing style: `outs` holds the output and,
+    optionally, a [B, Hq, M] f32 tensor that receives the natural-log
+    logsumexp of each row (what a backward pass needs).
+
+    `scale` defaults to 1/sqrt(D). `causal` keeps kv <= q (top-left aligned,
+    as PyTorch's `is_causal` and FlexAttention's causal mask_mod).
+
+    Regions (each optional, single block, terminated by `attn.yield`):
+    - `score_mod(%score: f32, %b: index, %h: index, %q: index, %kv: index)`
+      yields the f32 score to use; it sees only unmasked elements.
+    - `mask_mod(%b: index, %h: index, %q: index, %kv: index)` yields an `i1`,
+      true to keep the element.
+    Regions may use values defined above the op (document ids, ALiBi slopes,
+    bias tables, offsets); kernels receive them as arguments. They must be
+    free of side effects, because tiling evaluates them in any order and any
+    number of times.
+
+    `offsets(%b0, %h0, %q0, %kv0)` marks an op that computes one tile of a
+    larger attention (what tiling produces): its operands are slices that
+    start at those batch, head, query and key positions of the whole
+    problem. Region arguments, the causal mask and the block mask all see
+    whole-problem positions (b0 + b, h0 + h, q0 + q, kv0 + kv), so tiling
+    never changes what a region computes.
+
+    Tiling (`TilingInterface`) runs over (B, Hq, M, Dv, N): the first four
+    parallel, the kv length N a reduction. Dv is not split, and heads are
+    split one at a time (or into groups that share a kv head), so each
+    tile's K/V slice is the kv head its query heads read. N is split only
+    through `PartialReductionOpInterface` (`tile_reduction_using_forall`,
+    `tile_reduction_using_for`): each kv split computes its own normalized
+    f32 output and logsumexp, and `attn.merge_splits` combines them
+    (FlashDecoding). Tiling N as a plain loop would be wrong (attention
+    overwrites its output rather than accumulating) and is refused.
+
+    A `block_mask` lists, per q-block, which kv-blocks are partially and
+    fully unmasked; kernels skip the others and evaluate `mask_mod` only on
+    partial blocks, so an op with a block mask must have a `mask_mod`. Rows
+    with no unmasked element produce 0 (and a logsumexp of -inf), never NaN.
+
+    Example:
+
+    ```mlir
+    %o = attn.attention ins(%q, %k, %v : tensor<2x8x?x64xf16>,
+                            tensor<2x2x?x64xf16>, tensor<2x2x?x64xf16>)
+                        outs(%init : tensor<2x8x?x64xf16>) {causal}
+                        -> tensor<2x8x?x64xf16>
+    ```
+  }];
+
+  let arguments = (ins AnyRankedTensor:$query,
+                       AnyRankedTensor:$key,
+                       AnyRankedTensor:$value,
+                       Optional<Attn_BlockMaskType>:$block_mask,
+                       Variadic<AnyRankedTensor>:$outputs,
+                       Variadic<Index>:$offsets,
+                       OptionalAttr<F32Attr>:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region MaxSizedRegion<1>:$score_mod,
+                        MaxSizedRegion<1>:$mask_mod);
+
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,`
+              type($value) `)`
+    `outs` `(` $outputs `:` type($outputs) `)`
+    (`block_mask` `(` $block_mask^ `:` type($block_mask) `)`)?
+    (`offsets` `(` $offsets^ `)`)?
+    attr-dict
+    (`score_mod` $score_mod^)?
+    (`mask_mod` $mask_mod^)?
+    `->` type($results)
+  }];
+
+  let extraClassDeclaration = [{
+    /// The scale applied to Q.K^T: the attribute, or 1/sqrt(D).
+    float getScaleValue();
+    /// Static head dimensions of Q/K and of V.
+    int64_t getHeadDim() { return getQueryType().getShape()[3]; }
+    int64_t getValueHeadDim() { return getValueType().getShape()[3]; }
+
+    RankedTensorType getQueryType() { return getQuery().getType(); }
+    RankedTensorType getKeyType() { return getKey().getType(); }
+    RankedTensorType getValueType() { return getValue().getType(); }
+    RankedTensorType getOutputType() {
+      return ::llvm::cast<RankedTensorType>(getOutputs()[0].getType());
+    }
+
+    /// The logsumexp init and result, when asked for.
+    Value getLogsumexpInit() {
+      return getOutputs().size() > 1 ? getOutputs()[1] : Value();
+    }
+    Value getLogsumexp() {
+      return getResults().size() > 1 ? getResults()[1] : Value();
+    }
+
+    /// The whole-problem position (b, h, q, kv) of this op's tile; constant
+    /// zeros when the op is not a tile.
+    SmallVector<OpFoldResult> getMixedOffsets();
+
+    bool hasScoreMod() { return !getScoreMod().empty(); }
+    bool hasMaskMod() { return !getMaskMod().empty(); }
+
+    MutableOperandRange getDpsInitsMutable() { return getOutputsMutable(); }
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  // Folds tensor.cast operands that add static information (what tiling a
+  // static problem leaves behind) without upstream's clone-based folder,
+  // which cannot clone an op whose optional regions are empty.
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// attn.merge_splits
+//===----------------------------------------------------------------------===//
+
+def Attn_MergeSplitsOp : Attn_Op<"merge_splits", [
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<AggregatedOpInterface, ["decomposeOperation"]>,
+    Pure]> {
+  let summary = "combines attention computed on disjoint kv splits";
+  let description = [{
+    The merge step of split-kv attention (FlashDecoding). `partial_out`
+    [B, H, M, Dv, S] and `partial_lse` [B, H, M, S] (f32) hold, for each of
+    S kv splits, the attention output normalized over that split and the
+    split's natural-log logsumexp. The result is the attention over all
+    splits:
+
+    ```
+    lse[b, h, m]     = log(sum_s exp(partial_lse[b, h, m, s]))
+    out[b, h, m, :]  = sum_s exp(partial_lse[b, h, m, s] - lse[b, h, m])
+                             * partial_out[b, h, m, :, s]
+    ```
+
+    A split whose logsumexp is -inf saw no unmasked key and contributes
+    nothing; a row where every split is -inf gives 0 and a logsumexp of
+    -inf, never NaN. `outs` holds the output (f16, bf16 or f32) and,
+    optionally, the [B, H, M] f32 logsumexp. `PartialReductionOpInterface`
+    on `attn.attention` produces this op; `attn-decompose-merge-splits`
+    lowers it to linalg.
+
+    ```mlir
+    %o = attn.merge_splits ins(%po, %pl : tensor<1x8x1x64x4xf32>, tensor<1x8x1x4xf32>)
+                           outs(%init : tensor<1x8x1x64xf16>) -> tensor<1x8x1x64xf16>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$partial_out,
+                       RankedTensorOf<[F32]>:$partial_lse,
+                       Variadic<AnyRankedTensor>:$outputs);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    `ins` `(` $partial_out `,` $partial_lse `:` type($partial_out) `,`
+              type($partial_lse) `)`
+    `outs` `(` $outputs `:` type($outputs) `)`
+    attr-dict `->` type($results)
+  }];
+  let extraClassDeclaration = [{
+    /// The logsumexp init and result, when asked for.
+    Value getLogsumexpInit() {
+      return getOutputs().size() > 1 ? getOutputs()[1] : Value();
+    }
+    MutableOperandRange getDpsInitsMutable() { return getOutputsMutable(); }
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ATTN_ATTENTIONOPS_TD

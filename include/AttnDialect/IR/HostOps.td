@@ -1,0 +1,58 @@
+//===- HostOps.td - values the runtime supplies ------------*- tablegen -*-===//
+
+#ifndef ATTN_HOSTOPS_TD
+#define ATTN_HOSTOPS_TD
+
+include "AttnDialect/IR/AttnDialect.td"
+include "AttnDialect/IR/AttnTypes.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/TilingInterface.td"
+include "mlir/IR/OpBase.td"
+
+//===----------------------------------------------------------------------===//
+// Host-side values the runtime supplies
+//===----------------------------------------------------------------------===//
+
+def Attn_WorkspaceOp : Attn_Op<"workspace", [
+    MemoryEffects<[MemAlloc<DefaultResource>]>]> {
+  let summary = "a zeroed device buffer that kernels leave zeroed";
+  let description = [{
+    Host code: `words` 32-bit words of device memory that the runtime
+    allocates once (zeroed) and passes to every launch that takes it; a
+    kernel may use it for counters and partial results shared between its
+    blocks but must leave it zeroed when it ends, so the next launch needs
+    no memset. Launches on one stream share the runtime's workspace, so two
+    of them must not run at the same time. The kernel bundle names it
+    `workspace` and records `workspace_bytes` per launch.
+
+    ```mlir
+    %ws = attn.workspace %words : memref<?xi32>
+    ```
+  }];
+  let arguments = (ins Index:$words);
+  let results = (outs MemRefRankOf<[I32], [1]>:$buffer);
+  let assemblyFormat = "$words attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+def Attn_MultiprocessorCountOp : Attn_Op<"multiprocessor_count", [Pure]> {
+  let summary = "the number of streaming multiprocessors of the GPU";
+  let description = [{
+    Host code: how many SMs the GPU that runs the function has, supplied by
+    the runtime at launch (`sm_count` in a kernel bundle). Lowerings use it
+    to bound how many blocks must be resident at once, for instance blocks
+    that wait on each other through an `attn.workspace`: every GPU keeps at
+    least one block of a launchable kernel on each SM.
+
+    ```mlir
+    %sms = attn.multiprocessor_count : index
+    ```
+  }];
+  let results = (outs Index:$count);
+  let assemblyFormat = "attr-dict `:` type($count)";
+}
+
+#endif // ATTN_HOSTOPS_TD

@@ -1,0 +1,49 @@
+//===- Passes.td - NVVM fix-ups ----------------------------*- tablegen -*-===//
+
+#ifndef ATTN_TARGET_NVVM_PASSES_TD
+#define ATTN_TARGET_NVVM_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ExternDynamicSharedMemory : Pass<"attn-extern-dynamic-shared-memory"> {
+  let summary = "make dynamic shared memory an extern PTX array";
+  let description = [{
+    `convert-gpu-to-nvvm` lowers `gpu.dynamic_shared_memory` to an internal
+    `llvm.mlir.global` of type `!llvm.array<0 x i8>` in address space 3.
+    The NVPTX backend demotes such a global into its one kernel as a 1-byte
+    *static* `.shared` variable, laid out with the kernel's other static
+    shared memory (for instance the softmax kernel's workgroup memory), so the
+    dynamic region overlaps them. Dynamic shared memory must then be
+    `.extern .shared .b8 name[]`, which starts after all static shared
+    memory, as CUDA C's `extern __shared__` is: this pass gives those
+    globals external linkage in each module that also has static shared
+    memory. A module without any keeps the internal form, whose variable
+    sits where the dynamic region begins and whose accesses LLVM optimizes
+    better (the attention kernels run 1.8x slower with the extern form).
+    Run it after `convert-gpu-to-nvvm`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def ApproxMathToNVVM : Pass<"attn-approx-math-to-nvvm"> {
+  let summary = "f32 exp2 / log2 / tanh to the GPU's approximate instructions";
+  let description = [{
+    Rewrites f32 `math.exp2` to `llvm.nvvm.ex2.approx.ftz` and `math.log2`
+    to `llvm.nvvm.lg2.approx.ftz` (as `llvm.call_intrinsic`), and
+    `math.tanh` to PTX `tanh.approx.f32` (sm_75+, Gemma 2's soft-capping),
+    as FlashAttention does, and f32 `math.fma` to `llvm.intr.fma`.
+    `math.exp` and `math.log` become exp2(x * log2(e)) and log2(x) * ln(2)
+    first. The exact scalar ops a region may use that `convert-gpu-to-nvvm`
+    leaves alone or sends to libdevice become LLVM intrinsics: `math.absi`
+    (with |INT_MIN| = INT_MIN, as on the CPU), and f32 `math.absf` and
+    `math.sqrt`, `arith.maxnumf` and `arith.minnumf` (PTX `abs.f32`,
+    `sqrt.rn.f32`, `max.f32`, `min.f32`).
+    Run it on `gpu.module`s before `convert-gpu-to-nvvm`, which would
+    otherwise call CUDA's libdevice: producing PTX then needs no CUDA
+    toolkit.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
+#endif // ATTN_TARGET_NVVM_PASSES_TD

@@ -1,0 +1,76 @@
+//===- FlashLoop.h - attn.attention as a flash loop on tensors --*- C++ -*-===//
+//
+// The FlashAttention forward of one (tiled) attn.attention: for each batch
+// and head, a loop over kv-blocks carrying the output accumulator and the
+// running softmax statistics. Which kv-blocks are visited, and which of
+// them need mask arithmetic, is the kv-block schedule; the masked score
+// computation does not depend on it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNDIALECT_TRANSFORMS_FLASHLOOP_H
+#define ATTNDIALECT_TRANSFORMS_FLASHLOOP_H
+
+#include "AttnDialect/IR/AttnOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::attn {
+
+/// How the regions' reads and integer divisions are checked: not at all, by
+/// calling the host's attnReportRegionError (the CPU runner defines it and
+/// turns a report into an error after the call), or by printing and
+/// trapping (in GPU kernels).
+enum class RegionChecks { None, HostReport, DeviceTrap };
+
+/// A run of consecutive kv-blocks [begin, end) (kv offsets local to the op,
+/// stepped by the kv-tile) and whether its scores need the causal mask.
+struct KvSegment {
+  Value begin, end;
+  bool applyCausal;
+};
+
+/// Which kv-blocks a q-tile visits: every block (dense), or, for causal,
+/// the blocks wholly below the diagonal without mask arithmetic followed by
+/// those the diagonal cuts, with the blocks above it never visited.
+struct KvBlockSchedule {
+  enum class Kind { Dense, Causal };
+  Kind kind = Kind::Dense;
+
+  static KvBlockSchedule forOp(AttentionOp op) {
+    return {op.getCausal() ? Kind::Causal : Kind::Dense};
+  }
+
+  /// The segments for a q-tile of `rows` rows at whole-problem offset
+  /// `offQ`, over kv-blocks of `kvTile` keys from `offKV` in a key range of
+  /// length `n`.
+  SmallVector<KvSegment> segments(OpBuilder &b, Location loc, Value offQ,
+                                  Value offKV, Value rows, Value n,
+                                  int64_t kvTile) const;
+};
+
+struct FlashLoopOptions {
+  int64_t kvTile = 64;
+  RegionChecks checks = RegionChecks::None;
+  KvBlockSchedule schedule;
+};
+
+/// Builds the loop nest of `op` at the builder's insertion point and returns
+/// the values that replace the op's results.
+SmallVector<Value> buildFlashLoop(OpBuilder &b, AttentionOp op,
+                                  const FlashLoopOptions &options);
+
+/// Whether `op` will run in a GPU kernel: inside a loop mapped to GPU
+/// blocks or threads, or a GPU launch or function.
+bool inGpuKernel(Operation *op);
+
+/// Replaces every attn.attention under `root` by its flash loop, with the
+/// kv-tile the tile pass recorded on the op (or `defaultKvTile`), checked
+/// regions when `boundsChecks` is set, and the op's own schedule. Declares
+/// attnReportRegionError in `root` (a module) when host code needs it.
+LogicalResult decomposeAttentionOps(Operation *root, int64_t defaultKvTile,
+                                    bool boundsChecks, StringRef passName);
+
+} // namespace mlir::attn
+
+#endif // ATTNDIALECT_TRANSFORMS_FLASHLOOP_H

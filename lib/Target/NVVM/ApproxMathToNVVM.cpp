@@ -1,0 +1,151 @@
+//===- ApproxMathToNVVM.cpp - fast f32 transcendentals on NVIDIA GPUs -----===//
+
+#include "AttnDialect/Target/NVVM/Passes.h"
+#include "AttnDialect/Utils/ArithUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_APPROXMATHTONVVM
+#include "AttnDialect/Target/NVVM/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+Value callIntrinsic(PatternRewriter &b, Location loc, StringRef name, Value x) {
+  return LLVM::CallIntrinsicOp::create(b, loc, x.getType(),
+                                       b.getStringAttr(name), ValueRange{x})
+      .getResult(0);
+}
+
+Value exp2Approx(PatternRewriter &b, Location loc, Value x) {
+  return callIntrinsic(b, loc, "llvm.nvvm.ex2.approx.ftz.f32", x);
+}
+
+Value log2Approx(PatternRewriter &b, Location loc, Value x) {
+  return callIntrinsic(b, loc, "llvm.nvvm.lg2.approx.ftz.f", x);
+}
+
+Value scaled(PatternRewriter &b, Location loc, Value x, double factor) {
+  return arith::MulFOp::create(b, loc, x, f32Constant(b, loc, factor));
+}
+
+/// Rewrites one f32 unary math op with `build`.
+template <typename MathOp> struct ApproxF32 : OpRewritePattern<MathOp> {
+  using Builder = Value (*)(PatternRewriter &, Location, Value);
+  ApproxF32(MLIRContext *ctx, Builder build)
+      : OpRewritePattern<MathOp>(ctx), build(build) {}
+
+  LogicalResult matchAndRewrite(MathOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getType().isF32())
+      return rewriter.notifyMatchFailure(op, "only f32 has approximations");
+    if constexpr (std::is_same_v<MathOp, math::FmaOp>) {
+      rewriter.replaceOpWithNewOp<LLVM::FMAOp>(op, op.getA(), op.getB(),
+                                               op.getC());
+    } else {
+      rewriter.replaceOp(op, build(rewriter, op.getLoc(), op.getOperand()));
+    }
+    return success();
+  }
+
+  Builder build;
+};
+
+/// Rewrites an exact math op on scalars to its LLVM intrinsic.
+template <typename MathOp> struct ExactToLLVM : OpRewritePattern<MathOp> {
+  using OpRewritePattern<MathOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MathOp op,
+                                PatternRewriter &rewriter) const override {
+    Type type = op.getType();
+    if (!type.isIntOrFloat())
+      return rewriter.notifyMatchFailure(op, "only scalars");
+    if constexpr (std::is_same_v<MathOp, math::AbsIOp>) {
+      // |INT_MIN| is INT_MIN, as on the CPU (not poison).
+      rewriter.replaceOpWithNewOp<LLVM::AbsOp>(op, type, op.getOperand(),
+                                               /*is_int_min_poison=*/false);
+      return success();
+    }
+    // convert-gpu-to-nvvm refuses llvm.intr.fabs / sqrt (it wants
+    // libdevice), so f32 goes to the exact PTX instructions directly.
+    if (!type.isF32())
+      return rewriter.notifyMatchFailure(op, "only f32 has a PTX form here");
+    StringRef ptx = std::is_same_v<MathOp, math::AbsFOp>
+                        ? "abs.f32 $0, $1;"
+                        : "sqrt.rn.f32 $0, $1;";
+    rewriter.replaceOp(op, NVVM::InlinePtxOp::create(
+                               rewriter, op.getLoc(), TypeRange{type},
+                               ValueRange{op.getOperand()}, ValueRange{}, ptx,
+                               /*predicate=*/Value())
+                               .getResult(0));
+    return success();
+  }
+};
+
+/// f32 maxnumf / minnumf (the non-NaN operand wins) to PTX max.f32 /
+/// min.f32, which have those semantics; convert-gpu-to-nvvm would call
+/// libdevice's fmaxf / fminf.
+template <typename ArithOp>
+struct NumberMaxMinToPtx : OpRewritePattern<ArithOp> {
+  using OpRewritePattern<ArithOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ArithOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getType().isF32())
+      return rewriter.notifyMatchFailure(op, "only f32 scalars");
+    StringRef ptx = std::is_same_v<ArithOp, arith::MaxNumFOp>
+                        ? "max.f32 $0, $1, $2;"
+                        : "min.f32 $0, $1, $2;";
+    rewriter.replaceOp(op, NVVM::InlinePtxOp::create(
+                               rewriter, op.getLoc(), TypeRange{op.getType()},
+                               ValueRange{op.getLhs(), op.getRhs()},
+                               ValueRange{}, ptx, /*predicate=*/Value())
+                               .getResult(0));
+    return success();
+  }
+};
+
+struct ApproxMathToNVVMPass
+    : attn::impl::ApproxMathToNVVMBase<ApproxMathToNVVMPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    patterns.add<ApproxF32<math::Exp2Op>>(ctx, exp2Approx);
+    patterns.add<ApproxF32<math::Log2Op>>(ctx, log2Approx);
+    patterns.add<ApproxF32<math::ExpOp>>(
+        ctx, [](PatternRewriter &b, Location loc, Value x) {
+          return exp2Approx(b, loc, scaled(b, loc, x, kLog2E));
+        });
+    patterns.add<ApproxF32<math::LogOp>>(
+        ctx, [](PatternRewriter &b, Location loc, Value x) {
+          return scaled(b, loc, log2Approx(b, loc, x), kLn2);
+        });
+    patterns.add<ApproxF32<math::TanhOp>>(
+        ctx, [](PatternRewriter &b, Location loc, Value x) {
+          return NVVM::InlinePtxOp::create(b, loc, TypeRange{x.getType()},
+                                           ValueRange{x}, ValueRange{},
+                                           "tanh.approx.f32 $0, $1;",
+                                           /*predicate=*/Value())
+              .getResult(0);
+        });
+    // fma is exact either way; lowered here so no libdevice call remains.
+    patterns.add<ApproxF32<math::FmaOp>>(ctx, nullptr);
+    // Exact ops that convert-gpu-to-nvvm leaves alone (absi) or sends to
+    // libdevice (sqrt, absf): LLVM intrinsics that NVPTX selects directly.
+    patterns.add<ExactToLLVM<math::AbsIOp>, ExactToLLVM<math::AbsFOp>,
+                 ExactToLLVM<math::SqrtOp>, NumberMaxMinToPtx<arith::MaxNumFOp>,
+                 NumberMaxMinToPtx<arith::MinNumFOp>>(ctx);
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
+  }
+};
+
+} // namespace

@@ -1,0 +1,708 @@
+//===- FlashLoop.cpp - attn.attention as a flash loop on tensors ----------===//
+//
+// The FlashAttention forward on tensors: a loop over kv-blocks carrying the
+// output accumulator and the running softmax statistics, with the two
+// contractions kept as tile-level linalg.generic ops (so that a tensor-core
+// lowering can replace them) and the softmax step left as
+// attn.online_softmax.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttnDialect/Transforms/FlashLoop.h"
+#include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Transforms/Passes.h"
+#include "AttnDialect/Utils/ArithUtils.h"
+#include "GpuTileSizes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Indexing maps of a linalg.generic, one per operand, from their results.
+SmallVector<AffineMap> mapsOf(MLIRContext *ctx,
+                              ArrayRef<ArrayRef<AffineExpr>> exprs) {
+  return AffineMap::inferFromExprList(exprs, ctx);
+}
+
+/// What a report says went wrong; the numbers are the first argument of
+/// attnReportRegionError.
+enum class RegionError : int64_t {
+  ReadOutOfBounds = 1,
+  DivisionByZero = 2,
+  DivisionOverflow = 3
+};
+
+/// The kinds of integer division a region may use.
+bool isIntegerDivision(Operation *op) {
+  return isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
+             arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(op);
+}
+bool isSignedDivision(Operation *op) {
+  return isa<arith::DivSIOp, arith::RemSIOp, arith::CeilDivSIOp,
+             arith::FloorDivSIOp>(op);
+}
+
+/// Builds the loop nest of one attn.attention. Holds the builder state that
+/// every helper needs.
+class FlashBuilder {
+public:
+  FlashBuilder(OpBuilder &b, AttentionOp op, const FlashLoopOptions &options)
+      : b(b), loc(op.getLoc()), op(op), kvTile(options.kvTile),
+        checks(options.checks), schedule(options.schedule),
+        f32(b.getF32Type()) {}
+
+  /// Returns the op's results, computed by the loop nest.
+  SmallVector<Value> build();
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value toF32(OpBuilder &builder, Location l, Value v) {
+    if (v.getType().isF32())
+      return v;
+    return arith::ExtFOp::create(builder, l, f32, v);
+  }
+  Value dim(Value tensor, int64_t d) {
+    return getValueOrCreateConstantIndexOp(
+        b, loc, tensor::getMixedSize(b, loc, tensor, d));
+  }
+  /// A rank-reduced slice [i0, i1, off, 0] of size [1, 1, len, width].
+  Value rowsOf(Value source, Value i0, Value i1, Value offset, Value len,
+               int64_t width);
+  Value filled(ArrayRef<OpFoldResult> sizes, double value);
+
+  /// Where the (b, h) iteration is: loop indices, whole-problem indices,
+  /// the kv head and the query rows.
+  struct Position {
+    Value localB, localH, b, h, kvHead, q;
+  };
+  /// One kv-tile step: returns the new (acc, max, sum).
+  SmallVector<Value> step(Value kv0, ValueRange carried, const Position &pos,
+                          bool applyCausal);
+  SmallVector<Value> kvLoop(Value lb, Value ub, ValueRange init,
+                            const Position &pos, bool applyCausal);
+  /// acc / sum into the output (and the logsumexp) at (b, h).
+  SmallVector<Value> finish(ValueRange state, ValueRange outs,
+                            const Position &pos);
+  /// S = Q . K^T with score_mod and masks applied.
+  Value scores(Value q, Value k, Value kvStart, const Position &pos,
+               bool applyCausal);
+  Value inlineRegion(OpBuilder &builder, Location l, Region &region,
+                     ValueRange args);
+  /// Clones `nested` with `checks` applied to it and the ops in its
+  /// regions.
+  void cloneChecked(OpBuilder &builder, Operation &nested, IRMapping &mapping,
+                    int64_t region);
+  /// A region's read of a tensor, or its integer division, with a check
+  /// that reports a violation and yields a harmless value instead.
+  void guardedExtract(OpBuilder &builder, tensor::ExtractOp extract,
+                      IRMapping &mapping, int64_t region);
+  void guardedDivision(OpBuilder &builder, Operation *division,
+                       IRMapping &mapping, int64_t region);
+  /// Emits the report of a failed check; `error` is an i64 RegionError.
+  void report(OpBuilder &builder, Location l, Value error, int64_t region,
+              Value operand, Value dim, Value index, Value size);
+
+  OpBuilder &b;
+  Location loc;
+  AttentionOp op;
+  int64_t kvTile;
+  RegionChecks checks;
+  KvBlockSchedule schedule;
+  Type f32;
+  // Whole-problem offsets of the op's tile, and its row count.
+  Value offB, offH, offQ, offKV, rows;
+};
+
+Value FlashBuilder::rowsOf(Value source, Value i0, Value i1, Value offset,
+                           Value len, int64_t width) {
+  auto sourceType = cast<RankedTensorType>(source.getType());
+  SmallVector<OpFoldResult> offsets = {i0, i1, offset, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(1), len,
+                                     b.getIndexAttr(width)};
+  SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+  auto type = RankedTensorType::get({ShapedType::kDynamic, width},
+                                    sourceType.getElementType());
+  return tensor::ExtractSliceOp::create(b, loc, type, source, offsets, sizes,
+                                        strides);
+}
+
+Value FlashBuilder::filled(ArrayRef<OpFoldResult> sizes, double value) {
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, f32);
+  return linalg::FillOp::create(b, loc, f32Constant(b, loc, value), empty)
+      .getResult(0);
+}
+
+Value FlashBuilder::inlineRegion(OpBuilder &builder, Location l, Region &region,
+                                 ValueRange args) {
+  IRMapping mapping;
+  Block &block = region.front();
+  mapping.map(block.getArguments(), args);
+  int64_t regionId = &region == &op.getScoreMod() ? 0 : 1;
+  for (Operation &nested : block.without_terminator())
+    cloneChecked(builder, nested, mapping, regionId);
+  return mapping.lookupOrDefault(
+      cast<YieldOp>(block.getTerminator()).getValues()[0]);
+}
+
+void FlashBuilder::cloneChecked(OpBuilder &builder, Operation &nested,
+                                IRMapping &mapping, int64_t region) {
+  if (checks != RegionChecks::None) {
+    auto extract = dyn_cast<tensor::ExtractOp>(nested);
+    if (extract && !extract.getIndices().empty())
+      return guardedExtract(builder, extract, mapping, region);
+    if (isIntegerDivision(&nested) &&
+        nested.getResult(0).getType().isIntOrIndex())
+      return guardedDivision(builder, &nested, mapping, region);
+  }
+  if (checks == RegionChecks::None || nested.getNumRegions() == 0) {
+    builder.clone(nested, mapping);
+    return;
+  }
+  // Ops with regions (scf.if, ...) are copied op by op, so that reads and
+  // divisions nested in them are checked too.
+  Operation *copy = builder.cloneWithoutRegions(nested, mapping);
+  OpBuilder::InsertionGuard guard(builder);
+  for (auto [from, to] : llvm::zip(nested.getRegions(), copy->getRegions())) {
+    for (Block &block : from) {
+      Block *newBlock = builder.createBlock(&to, to.end());
+      mapping.map(&block, newBlock);
+      for (BlockArgument arg : block.getArguments())
+        mapping.map(arg, newBlock->addArgument(arg.getType(), arg.getLoc()));
+    }
+    for (auto [block, newBlock] : llvm::zip(from, to)) {
+      builder.setInsertionPointToEnd(&newBlock);
+      for (Operation &inner : block)
+        cloneChecked(builder, inner, mapping, region);
+    }
+  }
+}
+
+void FlashBuilder::report(OpBuilder &builder, Location l, Value error,
+                          int64_t region, Value operand, Value dim, Value index,
+                          Value size) {
+  auto i64 = builder.getI64Type();
+  auto toI64 = [&](Value v) -> Value {
+    if (v.getType() == i64)
+      return v;
+    if (v.getType().isIndex())
+      return arith::IndexCastOp::create(builder, l, i64, v);
+    if (v.getType().getIntOrFloatBitWidth() > 64)
+      return arith::TruncIOp::create(builder, l, i64, v);
+    return arith::ExtSIOp::create(builder, l, i64, v);
+  };
+  Value values[] = {
+      error,          arith::ConstantIntOp::create(builder, l, i64, region),
+      toI64(operand), toI64(dim),
+      toI64(index),   toI64(size)};
+  if (checks == RegionChecks::HostReport) {
+    func::CallOp::create(builder, l, kRegionErrorFunction, TypeRange{}, values);
+    return;
+  }
+  gpu::PrintfOp::create(builder, l,
+                        "attn: region error %lld in region %lld: argument "
+                        "%lld dim %lld, values %lld and %lld\n",
+                        values);
+  LLVM::Trap::create(builder, l);
+}
+
+/// The function argument number of a captured value, or -1.
+static Value capturedArgument(OpBuilder &builder, Location l, Value value) {
+  int64_t number = -1;
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    if (isa_and_nonnull<func::FuncOp>(arg.getOwner()->getParentOp()))
+      number = arg.getArgNumber();
+  return arith::ConstantIntOp::create(builder, l, builder.getI64Type(), number);
+}
+
+void FlashBuilder::guardedExtract(OpBuilder &builder, tensor::ExtractOp extract,
+                                  IRMapping &mapping, int64_t region) {
+  Location l = extract.getLoc();
+  Value tensor = mapping.lookupOrDefault(extract.getTensor());
+  // The first dim out of range, with its index and size, for the report.
+  Value inBounds, badDim, badIndex, badSize;
+  for (auto [dim, original] : llvm::enumerate(extract.getIndices())) {
+    Value index = mapping.lookupOrDefault(original);
+    Value size = tensor::DimOp::create(builder, l, tensor, dim);
+    Value ok = arith::CmpIOp::create(builder, l, arith::CmpIPredicate::ult,
+                                     index, size);
+    Value dimValue = arith::ConstantIndexOp::create(builder, l, dim);
+    if (!inBounds) {
+      inBounds = ok;
+      badDim = dimValue;
+      badIndex = index;
+      badSize = size;
+      continue;
+    }
+    // Keep the earlier dim when it is already out of range.
+    Value takeThis = arith::AndIOp::create(
+        builder, l, inBounds,
+        arith::XOrIOp::create(builder, l, ok,
+                              arith::ConstantIntOp::create(builder, l, 1, 1)));
+    badDim = arith::SelectOp::create(builder, l, takeThis, dimValue, badDim);
+    badIndex = arith::SelectOp::create(builder, l, takeThis, index, badIndex);
+    badSize = arith::SelectOp::create(builder, l, takeThis, size, badSize);
+    inBounds = arith::AndIOp::create(builder, l, inBounds, ok);
+  }
+  Type type = extract.getType();
+  auto guard = scf::IfOp::create(
+      builder, l, inBounds,
+      [&](OpBuilder &nb, Location nl) {
+        scf::YieldOp::create(nb, nl, nb.clone(*extract, mapping)->getResults());
+      },
+      [&](OpBuilder &nb, Location nl) {
+        Value error = arith::ConstantIntOp::create(
+            nb, nl, nb.getI64Type(),
+            static_cast<int64_t>(RegionError::ReadOutOfBounds));
+        report(nb, nl, error, region,
+               capturedArgument(nb, nl, extract.getTensor()), badDim, badIndex,
+               badSize);
+        scf::YieldOp::create(
+            nb, nl,
+            arith::ConstantOp::create(nb, nl, nb.getZeroAttr(type))
+                .getResult());
+      });
+  mapping.map(extract.getResult(), guard.getResult(0));
+}
+
+void FlashBuilder::guardedDivision(OpBuilder &builder, Operation *division,
+                                   IRMapping &mapping, int64_t region) {
+  Location l = division->getLoc();
+  Value lhs = mapping.lookupOrDefault(division->getOperand(0));
+  Value rhs = mapping.lookupOrDefault(division->getOperand(1));
+  Type type = rhs.getType();
+  auto constant = [&](const APInt &value) -> Value {
+    if (type.isIndex())
+      return arith::ConstantIndexOp::create(builder, l, value.getSExtValue());
+    return arith::ConstantOp::create(builder, l,
+                                     builder.getIntegerAttr(type, value));
+  };
+  unsigned width = type.isIndex() ? 64 : type.getIntOrFloatBitWidth();
+  Value zero = constant(APInt(width, 0));
+  Value byZero =
+      arith::CmpIOp::create(builder, l, arith::CmpIPredicate::eq, rhs, zero);
+  Value bad = byZero;
+  if (isSignedDivision(division)) {
+    // INT_MIN / -1 overflows (and traps on x86).
+    Value overflow = arith::AndIOp::create(
+        builder, l,
+        arith::CmpIOp::create(builder, l, arith::CmpIPredicate::eq, lhs,
+                              constant(APInt::getSignedMinValue(width))),
+        arith::CmpIOp::create(builder, l, arith::CmpIPredicate::eq, rhs,
+                              constant(APInt::getAllOnes(width))));
+    bad = arith::OrIOp::create(builder, l, byZero, overflow);
+  }
+  scf::IfOp::create(builder, l, bad, [&](OpBuilder &nb, Location nl) {
+    Value kind = arith::SelectOp::create(
+        nb, nl, byZero,
+        arith::ConstantIntOp::create(
+            nb, nl, nb.getI64Type(),
+            static_cast<int64_t>(RegionError::DivisionByZero)),
+        arith::ConstantIntOp::create(
+            nb, nl, nb.getI64Type(),
+            static_cast<int64_t>(RegionError::DivisionOverflow)));
+    Value none = arith::ConstantIntOp::create(nb, nl, nb.getI64Type(), -1);
+    report(nb, nl, kind, region, none, none, lhs, rhs);
+    scf::YieldOp::create(nb, nl);
+  });
+  // Divide by 1 instead: the result is never used once reported.
+  Value safeRhs =
+      arith::SelectOp::create(builder, l, bad, constant(APInt(width, 1)), rhs);
+  IRMapping divisionMapping = mapping;
+  divisionMapping.map(division->getOperand(1), safeRhs);
+  Operation *safe = builder.clone(*division, divisionMapping);
+  mapping.map(division->getResult(0), safe->getResult(0));
+}
+
+Value FlashBuilder::scores(Value q, Value k, Value kvStart, const Position &pos,
+                           bool applyCausal) {
+  OpBuilder &builder = b;
+  bool applyMask = op.hasMaskMod();
+  MLIRContext *ctx = builder.getContext();
+  Value m = tensor::DimOp::create(builder, loc, q, 0);
+  Value n = tensor::DimOp::create(builder, loc, k, 0);
+  Value zeros = linalg::FillOp::create(
+                    builder, loc, f32Constant(builder, loc, 0.0),
+                    tensor::EmptyOp::create(builder, loc,
+                                            ArrayRef<OpFoldResult>{m, n}, f32)
+                        .getResult())
+                    .getResult(0);
+
+  // S[i, j] = sum_d Q[i, d] * K[j, d], accumulated in f32.
+  AffineExpr i, j, d;
+  bindDims(ctx, i, j, d);
+  auto maps = mapsOf(ctx, {{i, d}, {j, d}, {i, j}});
+  using utils::IteratorType;
+  Value s =
+      linalg::GenericOp::create(
+          builder, loc, zeros.getType(), ValueRange{q, k}, ValueRange{zeros},
+          maps,
+          {IteratorType::parallel, IteratorType::parallel,
+           IteratorType::reduction},
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Value prod = arith::MulFOp::create(nb, l, toF32(nb, l, args[0]),
+                                               toF32(nb, l, args[1]));
+            linalg::YieldOp::create(
+                nb, l, arith::AddFOp::create(nb, l, args[2], prod).getResult());
+          })
+          .getResult(0);
+
+  bool hasScoreMod = op.hasScoreMod();
+  if (!hasScoreMod && !applyCausal && !applyMask)
+    return s;
+
+  // score_mod and the masks see whole-problem indices.
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
+  return linalg::GenericOp::create(
+             builder, loc, s.getType(), ValueRange{}, ValueRange{s},
+             ArrayRef<AffineMap>{identity},
+             {IteratorType::parallel, IteratorType::parallel},
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value qi = arith::AddIOp::create(
+                   nb, l, offQ, linalg::IndexOp::create(nb, l, 0));
+               Value kvi = arith::AddIOp::create(
+                   nb, l, kvStart, linalg::IndexOp::create(nb, l, 1));
+               Value x = args[0];
+               if (hasScoreMod) {
+                 x = arith::MulFOp::create(
+                     nb, l, x, f32Constant(nb, l, op.getScaleValue()));
+                 x = inlineRegion(nb, l, op.getScoreMod(),
+                                  {x, pos.b, pos.h, qi, kvi});
+               }
+               Value keep;
+               if (applyCausal)
+                 keep = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::uge,
+                                              qi, kvi);
+               if (applyMask) {
+                 Value m = inlineRegion(nb, l, op.getMaskMod(),
+                                        {pos.b, pos.h, qi, kvi});
+                 keep = keep ? arith::AndIOp::create(nb, l, keep, m).getResult()
+                             : m;
+               }
+               if (keep)
+                 x = arith::SelectOp::create(
+                     nb, l, keep, x,
+                     f32Constant(nb, l,
+                                 -std::numeric_limits<double>::infinity()));
+               linalg::YieldOp::create(nb, l, x);
+             })
+      .getResult(0);
+}
+
+SmallVector<Value> FlashBuilder::step(Value kv0, ValueRange carried,
+                                      const Position &pos, bool applyCausal) {
+  Value acc = carried[0], max = carried[1], sum = carried[2];
+  // min(kv-tile, N - kv0) as an affine.min, so that its bound (kv-tile) is
+  // visible to ValueBoundsOpInterface (GPU threads size storage by it).
+  AffineExpr s0, s1;
+  bindSymbols(b.getContext(), s0, s1);
+  Value len = affine::AffineMinOp::create(
+      b, loc,
+      AffineMap::get(0, 2, {b.getAffineConstantExpr(kvTile), s0 - s1},
+                     b.getContext()),
+      ValueRange{dim(op.getKey(), 2), kv0});
+  Value k =
+      rowsOf(op.getKey(), pos.localB, pos.kvHead, kv0, len, op.getHeadDim());
+  Value v = rowsOf(op.getValue(), pos.localB, pos.kvHead, kv0, len,
+                   op.getValueHeadDim());
+  Value kvStart = arith::AddIOp::create(b, loc, offKV, kv0);
+  Value s = scores(pos.q, k, kvStart, pos, applyCausal);
+
+  // Without a score_mod the softmax applies the scale (before its max).
+  float scale = op.hasScoreMod() ? 1.0f : op.getScaleValue();
+  auto softmax = OnlineSoftmaxOp::create(b, loc, s.getType(), max.getType(),
+                                         max.getType(), max.getType(), s, max,
+                                         sum, b.getF32FloatAttr(scale));
+
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i, j, d;
+  bindDims(ctx, i, j, d);
+  using utils::IteratorType;
+  // acc = acc * correction (per row), then acc += P . V.
+  Value rescaled =
+      linalg::GenericOp::create(
+          b, loc, acc.getType(), ValueRange{softmax.getCorrection()},
+          ValueRange{acc}, mapsOf(ctx, {{i}, {i, j}}),
+          {IteratorType::parallel, IteratorType::parallel},
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, l,
+                arith::MulFOp::create(nb, l, args[1], args[0]).getResult());
+          })
+          .getResult(0);
+  Value next =
+      linalg::GenericOp::create(
+          b, loc, acc.getType(), ValueRange{softmax.getProbs(), v},
+          ValueRange{rescaled}, mapsOf(ctx, {{i, j}, {j, d}, {i, d}}),
+          {IteratorType::parallel, IteratorType::reduction,
+           IteratorType::parallel},
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Value prod =
+                arith::MulFOp::create(nb, l, args[0], toF32(nb, l, args[1]));
+            linalg::YieldOp::create(
+                nb, l, arith::AddFOp::create(nb, l, args[2], prod).getResult());
+          })
+          .getResult(0);
+  return {next, softmax.getNewMax(), softmax.getNewSum()};
+}
+
+SmallVector<Value> FlashBuilder::kvLoop(Value lb, Value ub, ValueRange init,
+                                        const Position &pos, bool applyCausal) {
+  auto loop = scf::ForOp::create(b, loc, lb, ub, index(kvTile), init);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  SmallVector<Value> next =
+      step(loop.getInductionVar(), loop.getRegionIterArgs(), pos, applyCausal);
+  scf::YieldOp::create(b, loc, next);
+  return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> FlashBuilder::finish(ValueRange state, ValueRange outs,
+                                        const Position &pos) {
+  Value acc = state[0], max = state[1], sum = state[2];
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i, j;
+  bindDims(ctx, i, j);
+  using utils::IteratorType;
+  double negInf = -std::numeric_limits<double>::infinity();
+  auto outType = cast<RankedTensorType>(op.getOutputType());
+  int64_t dv = op.getValueHeadDim();
+
+  // O = acc / sum; rows that saw no unmasked key (sum 0) give 0, not NaN.
+  Value empty = tensor::EmptyOp::create(
+      b, loc, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(dv)},
+      outType.getElementType());
+  Value out = linalg::GenericOp::create(
+                  b, loc, empty.getType(), ValueRange{acc, sum},
+                  ValueRange{empty}, mapsOf(ctx, {{i, j}, {i}, {i, j}}),
+                  {IteratorType::parallel, IteratorType::parallel},
+                  [&](OpBuilder &nb, Location l, ValueRange args) {
+                    Value zeroF = f32Constant(nb, l, 0.0);
+                    Value empty = arith::CmpFOp::create(
+                        nb, l, arith::CmpFPredicate::OEQ, args[1], zeroF);
+                    Value x = arith::SelectOp::create(
+                        nb, l, empty, zeroF,
+                        arith::DivFOp::create(nb, l, args[0], args[1]));
+                    Type elementType = args[2].getType();
+                    if (elementType != f32)
+                      x = arith::TruncFOp::create(nb, l, elementType, x);
+                    linalg::YieldOp::create(nb, l, x);
+                  })
+                  .getResult(0);
+
+  SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+  SmallVector<Value> results = {tensor::InsertSliceOp::create(
+      b, loc, out, outs[0],
+      ArrayRef<OpFoldResult>{pos.localB, pos.localH, b.getIndexAttr(0),
+                             b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), rows,
+                             b.getIndexAttr(dv)},
+      strides)};
+
+  if (outs.size() > 1) {
+    // lse = max + log(sum): the natural-log normalizer a backward pass uses;
+    // -inf for rows with nothing unmasked.
+    Value emptyRow =
+        tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{rows}, f32);
+    Value lse =
+        linalg::GenericOp::create(
+            b, loc, emptyRow.getType(), ValueRange{max, sum},
+            ValueRange{emptyRow}, mapsOf(ctx, {{i}, {i}, {i}}),
+            {IteratorType::parallel},
+            [&](OpBuilder &nb, Location l, ValueRange args) {
+              Value empty =
+                  arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ,
+                                        args[1], f32Constant(nb, l, 0.0));
+              Value x = arith::AddFOp::create(
+                  nb, l, args[0], math::LogOp::create(nb, l, args[1]));
+              x = arith::SelectOp::create(nb, l, empty,
+                                          f32Constant(nb, l, negInf), x);
+              linalg::YieldOp::create(nb, l, x);
+            })
+            .getResult(0);
+    results.push_back(tensor::InsertSliceOp::create(
+        b, loc, lse, outs[1],
+        ArrayRef<OpFoldResult>{pos.localB, pos.localH, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), rows},
+        ArrayRef<OpFoldResult>(strides).take_front(3)));
+  }
+  return results;
+}
+
+SmallVector<Value> FlashBuilder::build() {
+  SmallVector<OpFoldResult> offsets = op.getMixedOffsets();
+  offB = getValueOrCreateConstantIndexOp(b, loc, offsets[0]);
+  offH = getValueOrCreateConstantIndexOp(b, loc, offsets[1]);
+  offQ = getValueOrCreateConstantIndexOp(b, loc, offsets[2]);
+  offKV = getValueOrCreateConstantIndexOp(b, loc, offsets[3]);
+  rows = dim(op.getQuery(), 2);
+
+  Value batches = dim(op.getQuery(), 0), heads = dim(op.getQuery(), 1);
+  // max(Hkv, 1): no kernel divides by zero, even for empty shapes.
+  Value group = arith::DivUIOp::create(
+      b, loc, heads,
+      arith::MaxUIOp::create(b, loc, dim(op.getKey(), 1), index(1)));
+  Value n = dim(op.getKey(), 2);
+  Value zero = index(0), one = index(1);
+  int64_t dv = op.getValueHeadDim();
+
+  // The schedule's bounds depend only on the tile's offsets: computed once,
+  // outside the batch and head loops.
+  SmallVector<KvSegment> segments =
+      schedule.segments(b, loc, offQ, offKV, rows, n, kvTile);
+
+  SmallVector<Value> inits = {op.getOutputs()[0]};
+  if (Value lse = op.getLogsumexpInit())
+    inits.push_back(lse);
+
+  auto batchLoop = scf::ForOp::create(b, loc, zero, batches, one, inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(batchLoop.getBody());
+    Position pos;
+    pos.localB = batchLoop.getInductionVar();
+    pos.b = arith::AddIOp::create(b, loc, offB, pos.localB);
+    auto headLoop = scf::ForOp::create(b, loc, zero, heads, one,
+                                       batchLoop.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, headLoop.getResults());
+
+    b.setInsertionPointToStart(headLoop.getBody());
+    pos.localH = headLoop.getInductionVar();
+    pos.h = arith::AddIOp::create(b, loc, offH, pos.localH);
+    pos.kvHead = arith::DivUIOp::create(b, loc, pos.localH, group);
+    pos.q = rowsOf(op.getQuery(), pos.localB, pos.localH, zero, rows,
+                   op.getHeadDim());
+
+    SmallVector<Value> state = {
+        filled({rows, b.getIndexAttr(dv)}, 0.0),
+        filled({rows}, -std::numeric_limits<double>::infinity()),
+        filled({rows}, 0.0)};
+    for (const KvSegment &segment : segments)
+      state =
+          kvLoop(segment.begin, segment.end, state, pos, segment.applyCausal);
+    scf::YieldOp::create(b, loc,
+                         finish(state, headLoop.getRegionIterArgs(), pos));
+  }
+  return SmallVector<Value>(batchLoop.getResults());
+}
+
+} // namespace
+
+SmallVector<KvSegment> KvBlockSchedule::segments(OpBuilder &b, Location loc,
+                                                 Value offQ, Value offKV,
+                                                 Value rows, Value n,
+                                                 int64_t kvTile) const {
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  Value zero = index(0);
+  if (kind == Kind::Dense)
+    return {{zero, n, /*applyCausal=*/false}};
+  // Row q (whole problem) sees kv <= q: local kv < offQ + rows - offKV.
+  Value bound = arith::SubIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, offQ, rows), offKV);
+  Value kvEnd = arith::MinSIOp::create(
+      b, loc, n, arith::MaxSIOp::create(b, loc, zero, bound));
+  // The block [j, j + kvTile) is below the diagonal for every row when
+  // offKV + j + kvTile - 1 <= offQ: the first
+  // floor((offQ - offKV + 1) / kvTile) blocks need no mask.
+  Value firstVisible = arith::AddIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, offQ, offKV), index(1));
+  Value fullBlocks = arith::DivSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, zero, firstVisible),
+      index(kvTile));
+  Value fullEnd = arith::MinSIOp::create(
+      b, loc, kvEnd, arith::MulIOp::create(b, loc, fullBlocks, index(kvTile)));
+  return {{zero, fullEnd, /*applyCausal=*/false},
+          {fullEnd, kvEnd, /*applyCausal=*/true}};
+}
+
+SmallVector<Value> mlir::attn::buildFlashLoop(OpBuilder &b, AttentionOp op,
+                                              const FlashLoopOptions &options) {
+  return FlashBuilder(b, op, options).build();
+}
+
+bool mlir::attn::inGpuKernel(Operation *op) {
+  for (Operation *parent = op->getParentOp(); parent;
+       parent = parent->getParentOp()) {
+    if (isa<gpu::LaunchOp, gpu::GPUFuncOp>(parent))
+      return true;
+    if (auto forall = dyn_cast<scf::ForallOp>(parent))
+      if (std::optional<ArrayAttr> mapping = forall.getMapping())
+        if (llvm::any_of(*mapping, [](Attribute attr) {
+              return isa<gpu::GPUBlockMappingAttr, gpu::GPUThreadMappingAttr>(
+                  attr);
+            }))
+          return true;
+  }
+  return false;
+}
+
+/// Declares attnReportRegionError in `root`, a module, once. A pass nested
+/// deeper must not add symbols to its parent (other threads read it).
+static LogicalResult declareRegionErrorFunction(Operation *root,
+                                                StringRef passName) {
+  auto module = dyn_cast<ModuleOp>(root);
+  if (!module)
+    return root->emitError() << passName
+                             << ": bounds-checks on the host must run on a "
+                                "module, which gets a declaration of "
+                             << kRegionErrorFunction;
+  if (module.lookupSymbol(kRegionErrorFunction))
+    return success();
+  OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
+  Type i64 = builder.getI64Type();
+  auto decl = func::FuncOp::create(
+      builder, module.getLoc(), kRegionErrorFunction,
+      builder.getFunctionType(SmallVector<Type>(6, i64), {}));
+  decl.setPrivate();
+  return success();
+}
+
+LogicalResult mlir::attn::decomposeAttentionOps(Operation *root,
+                                                int64_t defaultKvTile,
+                                                bool boundsChecks,
+                                                StringRef passName) {
+  if (defaultKvTile <= 0)
+    return root->emitError()
+           << passName << ": kv-tile must be positive, got " << defaultKvTile;
+  SmallVector<AttentionOp> ops;
+  root->walk([&](AttentionOp op) { ops.push_back(op); });
+  if (boundsChecks && llvm::any_of(ops, [](AttentionOp op) {
+        return (op.hasScoreMod() || op.hasMaskMod()) && !inGpuKernel(op);
+      }))
+    if (failed(declareRegionErrorFunction(root, passName)))
+      return failure();
+  for (AttentionOp op : ops) {
+    FlashLoopOptions options;
+    options.kvTile = defaultKvTile;
+    if (auto chosen = op->getAttrOfType<IntegerAttr>(kKvTileAttrName))
+      options.kvTile = chosen.getInt();
+    if (options.kvTile <= 0)
+      return op.emitOpError() << "has " << kKvTileAttrName << " "
+                              << options.kvTile << "; it must be positive";
+    options.checks = !boundsChecks     ? RegionChecks::None
+                     : inGpuKernel(op) ? RegionChecks::DeviceTrap
+                                       : RegionChecks::HostReport;
+    options.schedule = KvBlockSchedule::forOp(op);
+    IRRewriter rewriter(op->getContext());
+    rewriter.setInsertionPoint(op);
+    rewriter.replaceOp(op, buildFlashLoop(rewriter, op, options));
+  }
+  return success();
+}

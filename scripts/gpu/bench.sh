@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Benchmark round on a GPU machine: attn's kernels next to SDPA (flash,
+# cuDNN) and FlexAttention on the benchmark shapes (docs/Benchmarking.md).
+# Needs gpu-bundles/ from scripts/gpu/make-bundles.sh, copied into the
+# checkout. Usage: scripts/gpu/bench.sh [f16|bf16 ...]
+#   or scripts/gpu/bench.sh masks
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+[ $# -gt 0 ] || set -- bf16 f16
+bundles=()
+for dtype in "$@"; do
+  for d in 64 128; do
+    for mask in full causal; do
+      bundles+=("gpu-bundles/bench-$dtype-d$d-$mask-bundle.json")
+    done
+  done
+done
+# `masks` times the sliding-window and document bundles next to Flex.
+if [ "$1" = masks ]; then
+  bundles=(gpu-bundles/bench-bf16-d128-window1024-bundle.json
+           gpu-bundles/bench-bf16-d128-document512-bundle.json)
+fi
+PYTHONUNBUFFERED=1 python3 bench/bench_peers.py "${bundles[@]}"
