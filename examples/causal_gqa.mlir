@@ -12,7 +12,7 @@ func.func @causal_gqa(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 }
 
 // Sliding-window causal attention (window 256) as a mask_mod, with a
-// block mask so that kernels skip kv-blocks outside the window, and
+// block mask listing the kv-blocks inside the window, and
 // Gemma 2's tanh soft-capping as a score_mod.
 func.func @sliding_window_softcap(%q: tensor<1x4x?x128xbf16>, %k: tensor<1x4x?x128xbf16>,
                                   %v: tensor<1x4x?x128xbf16>, %o: tensor<1x4x?x128xbf16>)

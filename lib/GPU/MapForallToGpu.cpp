@@ -1,6 +1,7 @@
 //===- MapForallToGpu.cpp - mapped scf.forall to gpu.launch ---------------===//
 
 #include "AttnDialect/GPU/Passes.h"
+#include "AttnDialect/Target/NVVM/TargetInfo.h"
 #include "ForallMapping.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -135,9 +136,9 @@ struct MapForallToGpuPass : attn::impl::MapForallToGpuBase<MapForallToGpuPass> {
         threadLoops.push_back(forall);
     });
     int64_t blockThreads = threadLoops.empty() ? threads.getValue() : 1;
-    if (blockThreads <= 0 || blockThreads > 1024)
-      return grid.emitOpError()
-             << "needs 1 to 1024 threads per block, not " << blockThreads;
+    if (blockThreads <= 0 || blockThreads > nvvm::kMaxThreadsPerBlock)
+      return grid.emitOpError() << "needs 1 to " << nvvm::kMaxThreadsPerBlock
+                                << " threads per block, not " << blockThreads;
     rewriter.setInsertionPoint(grid);
     for (scf::ForallOp loop : threadLoops) {
       if (loop.getRank() != 1 ||
@@ -163,9 +164,10 @@ struct MapForallToGpuPass : attn::impl::MapForallToGpuBase<MapForallToGpuPass> {
                   "size a GPU thread block";
       blockThreads = std::max(blockThreads, *bound);
     }
-    if (blockThreads > 1024)
-      return grid.emitOpError() << "needs " << blockThreads
-                                << " threads per block; the limit is 1024";
+    if (blockThreads > nvvm::kMaxThreadsPerBlock)
+      return grid.emitOpError()
+             << "needs " << blockThreads << " threads per block; the limit is "
+             << nvvm::kMaxThreadsPerBlock;
 
     // Shared memory: every workgroup buffer of the grid, with a static
     // shape, at its offset.

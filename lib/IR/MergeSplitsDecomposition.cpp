@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/IR/AttnOps.h"
-#include "AttnDialect/Utils/ArithUtils.h"
+#include "AttnDialect/Utils/OnlineSoftmaxMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -20,21 +20,6 @@
 
 using namespace mlir;
 using namespace mlir::attn;
-
-namespace {
-
-/// exp(x - y) as exp2((x - y) * log2(e)), 0 where y is -inf (then x is too).
-Value weight(OpBuilder &b, Location loc, Value x, Value y) {
-  Value scaled = arith::MulFOp::create(
-      b, loc, arith::SubFOp::create(b, loc, x, y), f32Constant(b, loc, kLog2E));
-  Value w = math::Exp2Op::create(b, loc, scaled);
-  Value yIsNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, y,
-                                          f32Constant(b, loc, kNegInf));
-  return arith::SelectOp::create(b, loc, yIsNegInf, f32Constant(b, loc, 0.0),
-                                 w);
-}
-
-} // namespace
 
 FailureOr<SmallVector<Value>>
 MergeSplitsOp::decomposeOperation(OpBuilder &rewriter) {
@@ -78,7 +63,7 @@ MergeSplitsOp::decomposeOperation(OpBuilder &rewriter) {
           ValueRange{filled(rowSizes, 0.0)},
           ArrayRef<AffineMap>{rowSplit, row, row}, rowReduction,
           [](OpBuilder &b, Location l, ValueRange args) {
-            Value w = weight(b, l, args[0], args[1]);
+            Value w = mergeWeight(b, l, args[0], args[1]);
             linalg::YieldOp::create(
                 b, l, Value(arith::AddFOp::create(b, l, w, args[2])));
           })
@@ -135,7 +120,7 @@ MergeSplitsOp::decomposeOperation(OpBuilder &rewriter) {
           ArrayRef<AffineMap>{element, splitLse, lseOfRow, elementRow},
           splitReduction,
           [](OpBuilder &b, Location l, ValueRange args) {
-            Value w = weight(b, l, args[1], args[2]);
+            Value w = mergeWeight(b, l, args[1], args[2]);
             linalg::YieldOp::create(
                 b, l,
                 Value(arith::AddFOp::create(

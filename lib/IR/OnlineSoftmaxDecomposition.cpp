@@ -16,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/IR/AttnOps.h"
-#include "AttnDialect/Utils/ArithUtils.h"
+#include "AttnDialect/Utils/OnlineSoftmaxMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -29,14 +29,6 @@
 
 using namespace mlir;
 using namespace mlir::attn;
-
-namespace {
-
-Value negInfConstant(OpBuilder &b, Location loc) {
-  return f32Constant(b, loc, kNegInf);
-}
-
-} // namespace
 
 FailureOr<SmallVector<Value>>
 OnlineSoftmaxOp::decomposeOperation(OpBuilder &rewriter) {
@@ -98,18 +90,8 @@ OnlineSoftmaxOp::decomposeOperation(OpBuilder &rewriter) {
       [&](OpBuilder &b, Location l, ValueRange args) {
         Value oldMax = args[0], oldSum = args[2];
         Value nextMax = arith::MaximumFOp::create(b, l, oldMax, args[1]);
-        Value log2e = f32Constant(b, l, kLog2E);
-        // A row whose max is -inf has only -inf scores so far; subtracting
-        // -inf from them would give NaN, so such rows use 0 as their max.
-        Value maxIsNegInf = arith::CmpFOp::create(
-            b, l, arith::CmpFPredicate::OEQ, nextMax, negInfConstant(b, l));
-        Value safeMax = arith::SelectOp::create(
-            b, l, maxIsNegInf, f32Constant(b, l, 0.0), nextMax);
-        Value delta = arith::SubFOp::create(b, l, oldMax, safeMax);
-        Value correction = math::Exp2Op::create(
-            b, l, arith::MulFOp::create(b, l, delta, log2e));
-        correction = arith::SelectOp::create(
-            b, l, maxIsNegInf, f32Constant(b, l, 1.0), correction);
+        Value safeMax = subtractableMax(b, l, nextMax);
+        Value correction = rescaleFactor(b, l, oldMax, nextMax);
         Value scaledSum = arith::MulFOp::create(b, l, oldSum, correction);
         linalg::YieldOp::create(
             b, l, ValueRange{nextMax, correction, safeMax, scaledSum});
@@ -136,11 +118,7 @@ OnlineSoftmaxOp::decomposeOperation(OpBuilder &rewriter) {
         if (scale != 1.0)
           scaled =
               arith::MulFOp::create(b, l, scaled, f32Constant(b, l, scale));
-        Value p = math::Exp2Op::create(
-            b, l,
-            arith::MulFOp::create(b, l,
-                                  arith::SubFOp::create(b, l, scaled, args[1]),
-                                  f32Constant(b, l, kLog2E)));
+        Value p = expOfDifference(b, l, scaled, args[1]);
         Value s = arith::AddFOp::create(b, l, args[3], p);
         linalg::YieldOp::create(b, l, ValueRange{p, s});
       });

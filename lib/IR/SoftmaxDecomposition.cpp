@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/IR/AttnOps.h"
-#include "AttnDialect/Utils/ArithUtils.h"
+#include "AttnDialect/Utils/OnlineSoftmaxMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -77,14 +77,8 @@ struct SoftmaxLowering {
                  Value zero = f32Constant(nb, l, 0.0);
                  Value empty = arith::CmpFOp::create(
                      nb, l, arith::CmpFPredicate::OEQ, args[2], zero);
-                 // With sum 0 the max is -inf; use 0 so no inf - inf occurs.
-                 Value max =
-                     arith::SelectOp::create(nb, l, empty, zero, args[1]);
-                 Value e = math::Exp2Op::create(
-                     nb, l,
-                     arith::MulFOp::create(
-                         nb, l, arith::SubFOp::create(nb, l, xf, max),
-                         f32Constant(nb, l, kLog2E)));
+                 Value e = expOfDifference(nb, l, xf,
+                                           subtractableMax(nb, l, args[1]));
                  Value y = arith::SelectOp::create(
                      nb, l, empty, zero,
                      arith::DivFOp::create(nb, l, e, args[2]));

@@ -2,7 +2,7 @@
 //
 // Attention IR built from parameters (attn-run and the Python bindings): one
 // function @attention(q, k, v, out [, lse] [, captures]) with dynamic B, H,
-// M and N, using the FlexAttention examples from SEEDS.md as regions.
+// M and N, using the FlexAttention examples of docs/Masks.md as regions.
 //
 //===----------------------------------------------------------------------===//
 

@@ -78,9 +78,12 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     overwrites its output rather than accumulating) and is refused.
 
     A `block_mask` lists, per q-block, which kv-blocks are partially and
-    fully unmasked; kernels skip the others and evaluate `mask_mod` only on
-    partial blocks, so an op with a block mask must have a `mask_mod`. Rows
-    with no unmasked element produce 0 (and a logsumexp of -inf), never NaN.
+    fully unmasked (FlexAttention's semantics: a full block needs no
+    `mask_mod`, a partial one applies it, an unlisted one is skipped), so
+    an op with a block mask must have a `mask_mod`. The lowering does not
+    read block masks yet: `mask_mod` decides every element, and only
+    `causal` skips kv-tiles (those above the diagonal). Rows with no
+    unmasked element produce 0 (and a logsumexp of -inf), never NaN.
 
     Example:
 

@@ -18,8 +18,8 @@ def Attn_Dialect : Dialect {
     The `attn` dialect expresses scaled dot-product attention as one op,
     `attn.attention`, with FlexAttention's extension points: a `score_mod`
     region that rewrites each score, a `mask_mod` region that removes
-    scores, and a block mask (`!attn.block_mask`) that lets kernels skip
-    kv-blocks that are wholly masked. `attn.online_softmax` is one step of
+    scores, and a block mask (`!attn.block_mask`) that lists the kv-blocks
+    that are not wholly masked. `attn.online_softmax` is one step of
     the online-normalizer softmax that a tiled attention (and a long-row
     `attn.softmax`) is built from.
 

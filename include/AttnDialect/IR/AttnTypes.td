@@ -27,9 +27,10 @@ def Attn_BlockMaskType : TypeDef<Attn_Dialect, "BlockMask"> {
     | `full_q_num_blocks`  | [B, H, KB]     | transposed: full q-blocks            |
     | `full_q_indices`     | [B, H, KB, QB] | their q-block indices                |
 
-    Kernels visit only the listed blocks: partial ones apply the elementwise
-    `mask_mod`, full ones skip it. The q-side lists serve backward passes,
-    which walk the mask column by column.
+    In FlexAttention's semantics kernels visit only the listed blocks:
+    partial ones apply the elementwise `mask_mod`, full ones skip it. The
+    q-side lists serve backward passes, which walk the mask column by
+    column. (The lowering does not read block masks yet.)
 
     Block sizes are powers of two from 16 to 1024 (FlexAttention's default
     is 128).

@@ -19,7 +19,8 @@ def ExternDynamicSharedMemory : Pass<"attn-extern-dynamic-shared-memory"> {
     globals external linkage in each module that also has static shared
     memory. A module without any keeps the internal form, whose variable
     sits where the dynamic region begins and whose accesses LLVM optimizes
-    better (the attention kernels run 1.8x slower with the extern form).
+    better (the SIMT attention kernels are much slower with the extern
+    form; docs/Performance.md).
     Run it after `convert-gpu-to-nvvm`.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
