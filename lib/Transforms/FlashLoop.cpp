@@ -12,7 +12,6 @@
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/Passes.h"
 #include "AttnDialect/Utils/ArithUtils.h"
-#include "GpuTileSizes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -603,106 +602,7 @@ SmallVector<Value> FlashBuilder::build() {
 
 } // namespace
 
-SmallVector<KvSegment> KvBlockSchedule::segments(OpBuilder &b, Location loc,
-                                                 Value offQ, Value offKV,
-                                                 Value rows, Value n,
-                                                 int64_t kvTile) const {
-  auto index = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(b, loc, v).getResult();
-  };
-  Value zero = index(0);
-  if (kind == Kind::Dense)
-    return {{zero, n, /*applyCausal=*/false}};
-  // Row q (whole problem) sees kv <= q: local kv < offQ + rows - offKV.
-  Value bound = arith::SubIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, offQ, rows), offKV);
-  Value kvEnd = arith::MinSIOp::create(
-      b, loc, n, arith::MaxSIOp::create(b, loc, zero, bound));
-  // The block [j, j + kvTile) is below the diagonal for every row when
-  // offKV + j + kvTile - 1 <= offQ: the first
-  // floor((offQ - offKV + 1) / kvTile) blocks need no mask.
-  Value firstVisible = arith::AddIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, offQ, offKV), index(1));
-  Value fullBlocks = arith::DivSIOp::create(
-      b, loc, arith::MaxSIOp::create(b, loc, zero, firstVisible),
-      index(kvTile));
-  Value fullEnd = arith::MinSIOp::create(
-      b, loc, kvEnd, arith::MulIOp::create(b, loc, fullBlocks, index(kvTile)));
-  return {{zero, fullEnd, /*applyCausal=*/false},
-          {fullEnd, kvEnd, /*applyCausal=*/true}};
-}
-
 SmallVector<Value> mlir::attn::buildFlashLoop(OpBuilder &b, AttentionOp op,
                                               const FlashLoopOptions &options) {
   return FlashBuilder(b, op, options).build();
-}
-
-bool mlir::attn::inGpuKernel(Operation *op) {
-  for (Operation *parent = op->getParentOp(); parent;
-       parent = parent->getParentOp()) {
-    if (isa<gpu::LaunchOp, gpu::GPUFuncOp>(parent))
-      return true;
-    if (auto forall = dyn_cast<scf::ForallOp>(parent))
-      if (std::optional<ArrayAttr> mapping = forall.getMapping())
-        if (llvm::any_of(*mapping, [](Attribute attr) {
-              return isa<gpu::GPUBlockMappingAttr, gpu::GPUThreadMappingAttr>(
-                  attr);
-            }))
-          return true;
-  }
-  return false;
-}
-
-/// Declares attnReportRegionError in `root`, a module, once. A pass nested
-/// deeper must not add symbols to its parent (other threads read it).
-static LogicalResult declareRegionErrorFunction(Operation *root,
-                                                StringRef passName) {
-  auto module = dyn_cast<ModuleOp>(root);
-  if (!module)
-    return root->emitError() << passName
-                             << ": bounds-checks on the host must run on a "
-                                "module, which gets a declaration of "
-                             << kRegionErrorFunction;
-  if (module.lookupSymbol(kRegionErrorFunction))
-    return success();
-  OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
-  Type i64 = builder.getI64Type();
-  auto decl = func::FuncOp::create(
-      builder, module.getLoc(), kRegionErrorFunction,
-      builder.getFunctionType(SmallVector<Type>(6, i64), {}));
-  decl.setPrivate();
-  return success();
-}
-
-LogicalResult mlir::attn::decomposeAttentionOps(Operation *root,
-                                                int64_t defaultKvTile,
-                                                bool boundsChecks,
-                                                StringRef passName) {
-  if (defaultKvTile <= 0)
-    return root->emitError()
-           << passName << ": kv-tile must be positive, got " << defaultKvTile;
-  SmallVector<AttentionOp> ops;
-  root->walk([&](AttentionOp op) { ops.push_back(op); });
-  if (boundsChecks && llvm::any_of(ops, [](AttentionOp op) {
-        return (op.hasScoreMod() || op.hasMaskMod()) && !inGpuKernel(op);
-      }))
-    if (failed(declareRegionErrorFunction(root, passName)))
-      return failure();
-  for (AttentionOp op : ops) {
-    FlashLoopOptions options;
-    options.kvTile = defaultKvTile;
-    if (auto chosen = op->getAttrOfType<IntegerAttr>(kKvTileAttrName))
-      options.kvTile = chosen.getInt();
-    if (options.kvTile <= 0)
-      return op.emitOpError() << "has " << kKvTileAttrName << " "
-                              << options.kvTile << "; it must be positive";
-    options.checks = !boundsChecks     ? RegionChecks::None
-                     : inGpuKernel(op) ? RegionChecks::DeviceTrap
-                                       : RegionChecks::HostReport;
-    options.schedule = KvBlockSchedule::forOp(op);
-    IRRewriter rewriter(op->getContext());
-    rewriter.setInsertionPoint(op);
-    rewriter.replaceOp(op, buildFlashLoop(rewriter, op, options));
-  }
-  return success();
 }

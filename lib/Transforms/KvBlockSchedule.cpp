@@ -1,0 +1,37 @@
+//===- KvBlockSchedule.cpp - which kv-blocks a q-tile visits --------------===//
+
+#include "AttnDialect/Transforms/KvBlockSchedule.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+SmallVector<KvSegment> KvBlockSchedule::segments(OpBuilder &b, Location loc,
+                                                 Value offQ, Value offKV,
+                                                 Value rows, Value n,
+                                                 int64_t kvTile) const {
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  Value zero = index(0);
+  if (kind == Kind::Dense)
+    return {{zero, n, /*applyCausal=*/false}};
+  // Row q (whole problem) sees kv <= q: local kv < offQ + rows - offKV.
+  Value bound = arith::SubIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, offQ, rows), offKV);
+  Value kvEnd = arith::MinSIOp::create(
+      b, loc, n, arith::MaxSIOp::create(b, loc, zero, bound));
+  // The block [j, j + kvTile) is below the diagonal for every row when
+  // offKV + j + kvTile - 1 <= offQ: the first
+  // floor((offQ - offKV + 1) / kvTile) blocks need no mask.
+  Value firstVisible = arith::AddIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, offQ, offKV), index(1));
+  Value fullBlocks = arith::DivSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, zero, firstVisible),
+      index(kvTile));
+  Value fullEnd = arith::MinSIOp::create(
+      b, loc, kvEnd, arith::MulIOp::create(b, loc, fullBlocks, index(kvTile)));
+  return {{zero, fullEnd, /*applyCausal=*/false},
+          {fullEnd, kvEnd, /*applyCausal=*/true}};
+}
