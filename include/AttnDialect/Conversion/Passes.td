@@ -58,11 +58,9 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
     late), at a short row's ends they stage in a loop, and both write in a
     loop (small code). The launch's first wave of split-row blocks starts
     in three steps (`first-wave-stagger`), so that some of it copies while
-    the rest exchanges. `timeline` stamps when each block passes each phase
-    (bench/softmax_timeline.py reads them). exp(x -
-    max) is exp2((x - max) * log2(e)); -inf entries give 0 and rows that
-    are all -inf give 0. Empty rows (N = 0) launch blocks that touch
-    nothing, no rows an empty grid.
+    the rest exchanges. exp(x - max) is exp2((x - max) * log2(e)); -inf
+    entries give 0 and rows that are all -inf give 0. Empty rows (N = 0)
+    launch blocks that touch nothing, no rows an empty grid.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", /*default=*/"512",
@@ -95,13 +93,7 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
     Option<"asyncCopy", "async-copy", "bool", /*default=*/"true",
            "whether the target has cp.async (sm_80 and newer; "
            "attn-lower-to-nvvm sets it from the chip): the kernel stages its "
-           "tiles with it, so without it each attn.softmax is an error">,
-    Option<"timeline", "timeline", "bool", /*default=*/"false",
-           "profiling aid: each block's thread 0 writes %globaltimer at its "
-           "start, first pass's end, exchange and end, and its SM, into 8 "
-           "words per block after the workspace's own "
-           "(bench/softmax_timeline.py reads them; the workspace is then "
-           "left non-zero)">
+           "tiles with it, so without it each attn.softmax is an error">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

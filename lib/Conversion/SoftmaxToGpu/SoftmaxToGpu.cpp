@@ -64,23 +64,6 @@ constexpr int64_t kCopyGroups = 4;
 /// to spare.
 constexpr int64_t kBlockReserveBytes = 2048;
 
-/// The `timeline` option's words per block (after the kernel's own words,
-/// see bench/softmax_timeline.py): when the block starts, ends its first
-/// pass, has its block's (max, sum), has published it and seen the row's
-/// (split rows), passed the barrier after that, has the row's statistics
-/// and ends; and its SM.
-enum Stamp : int64_t {
-  kStart,
-  kFirstPassEnd,
-  kMerged,
-  kEnd,
-  kReduced,
-  kPolled,
-  kPolledBarrier,
-  kSm,
-  kStampWords
-};
-
 /// Index arithmetic with less noise.
 struct IndexBuilder {
   OpBuilder &b;
@@ -125,27 +108,10 @@ struct SoftmaxKernel : IndexBuilder {
   // whether whole vectors may be read (the input is 16-byte aligned) and
   // written (the output too).
   Value row, split, rowStart, rowEnd, sliceStart, vectorIn, vectorOut;
-  // With the `timeline` option: this block's first stamp word.
-  Value stampBase;
   // Split rows: blocks in the launch's first wave (SMs x blocks per SM),
   // and the `first-wave-stagger` step in ns (0: none).
   Value firstWave;
   int64_t staggerNs = 0;
-
-  /// With the `timeline` option, thread 0 writes the low 32 bits of
-  /// %globaltimer (ns) to this block's word `stamp` (and its SM with the
-  /// first).
-  void stamp(Stamp stamp) {
-    if (!stampBase)
-      return;
-    onlyIf(isThreadZero(), [&] {
-      storeWord(add(stampBase, c(stamp)),
-                NVVM::GlobalTimerLoOp::create(b, loc, b.getI32Type()));
-      if (stamp == kStart)
-        storeWord(add(stampBase, c(kSm)),
-                  NVVM::SmIdOp::create(b, loc, b.getI32Type()));
-    });
-  }
 
   Value f32(double v) { return f32Constant(b, loc, v); }
 
@@ -628,7 +594,6 @@ struct SoftmaxKernel : IndexBuilder {
   /// The row's (max, sum) from every split's: publish this block's, wait
   /// until the row's blocks have all published, merge theirs.
   std::array<Value, 3> mergeSplits(Value m, Value l) {
-    stamp(kReduced);
     Value arrived = arrivedWord();
     Value expected = arith::IndexCastOp::create(b, loc, b.getI32Type(), splits);
     onlyIf(isThreadZero(), [&] {
@@ -670,11 +635,9 @@ struct SoftmaxKernel : IndexBuilder {
         scf::YieldOp::create(b, loc, add(polls, c(1)));
       }
     });
-    stamp(kPolled);
     // The acquiring load of thread 0, then the barrier, order every
     // thread's reads of the partials after their writes.
     gpu::BarrierOp::create(b, loc);
-    stamp(kPolledBarrier);
     // Each warp merges the row's partials itself (lane j those of splits j,
     // j + 32, ..., then shuffles), so no block-wide reduction follows: with
     // two gpu.all_reduce here split rows ran 0.01-0.03 of the copy slower.
@@ -739,12 +702,10 @@ struct SoftmaxKernel : IndexBuilder {
   /// (max, sum) over all splits when the row is split, else the block's;
   /// and what `leave` needs after the block's writes.
   std::array<Value, 3> rowStatistics(Value m, Value l) {
-    stamp(kFirstPassEnd);
     auto [blockMax, blockSum] = blockReduce(m, l);
     std::array<Value, 3> statistics = {blockMax, blockSum, Value()};
     if (splitRow)
       statistics = mergeSplits(blockMax, blockSum);
-    stamp(kMerged);
     return statistics;
   }
 
@@ -855,7 +816,7 @@ struct SoftmaxKernel : IndexBuilder {
   /// Split rows of the launch's first wave start in three steps, by row
   /// mod 3, `staggerNs` apart: all at once, every block of an SM reached
   /// its exchange together and memory idled for several us while they
-  /// waited (bench/softmax_timeline.py); staggered, a third copies while
+  /// waited; staggered, a third copies while
   /// the others exchange (the measurements are in bench/RESULTS.md). The
   /// only blocks that wait for a sleeping one are its row's, which sleep
   /// alike (or start after the first wave anyway).
@@ -1151,11 +1112,8 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
           MultiprocessorCountOp::create(rewriter, loc, rewriter.getIndexType()),
           blocksPerSm(h, used));
     Value blocks = h.mul(rows, splits);
-    // The exchange's words (see the layout above), then the timeline's.
-    Value exchangeWords = h.mul(h.c(2), h.add(rows, blocks));
-    Value words = exchangeWords;
-    if (timeline)
-      words = h.add(words, h.mul(blocks, h.c(kStampWords)));
+    // The exchange's words (see the layout above).
+    Value words = h.mul(h.c(2), h.add(rows, blocks));
     Value workspace = WorkspaceOp::create(
         rewriter, loc,
         MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()), words);
@@ -1205,10 +1163,6 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
       kernel.firstWave = firstWave;
       kernel.width = width;
       kernel.used = used;
-      if (timeline)
-        kernel.stampBase = h.add(
-            exchangeWords, h.mul(launch.getBlockIds().x, h.c(kStampWords)));
-      kernel.stamp(kStart);
       // Three kernels in one, by the shape: a row in one block, a row split
       // across blocks each holding a tile, or each sweeping a slice.
       auto build = [&](scf::IfOp choice, bool then, bool splitRow,
@@ -1235,7 +1189,6 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
         build(bySlice, false, true, splitVectors,
               &SoftmaxKernel::buildTwoSweeps);
       }
-      kernel.stamp(kEnd);
       gpu::TerminatorOp::create(rewriter, loc);
     }
     Value result = bufferization::ToTensorOp::create(
