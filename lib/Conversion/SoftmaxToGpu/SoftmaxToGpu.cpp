@@ -24,6 +24,7 @@
 
 #include "AttnDialect/Conversion/Passes.h"
 #include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Target/NVVM/CrossBlockExchange.h"
 #include "AttnDialect/Utils/ArithUtils.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -300,19 +301,6 @@ struct SoftmaxKernel : IndexBuilder {
     return llvm::to_vector(xs);
   }
 
-  /// A pointer to element `index` of `buffer` in LLVM address space
-  /// `space` (1 global, 3 shared), for cp.async and atomics.
-  Value pointer(Value buffer, Value index, unsigned space) {
-    Type element = cast<MemRefType>(buffer.getType()).getElementType();
-    Value address = add(memref::ExtractAlignedPointerAsIndexOp::create(
-                            b, loc, b.getIndexType(), buffer),
-                        mul(index, c(element.getIntOrFloatBitWidth() / 8)));
-    return LLVM::IntToPtrOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext(), space),
-        arith::IndexCastOp::create(b, loc, b.getI64Type(), address)
-            .getResult());
-  }
-
   /// Copies this thread's vectors of the tile at `tileStart` into `stage`:
   /// cp.async for whole vectors (no registers held while they are in
   /// flight), committed in groups that the first pass waits for one at a
@@ -378,7 +366,8 @@ struct SoftmaxKernel : IndexBuilder {
   void copyVector(Value at, Value p) {
     auto cacheGlobal = NVVM::LoadCacheModifierKindAttr::get(
         b.getContext(), NVVM::LoadCacheModifierKind::CG);
-    NVVM::CpAsyncOp::create(b, loc, pointer(stage, at, 3), pointer(in, p, 1),
+    NVVM::CpAsyncOp::create(b, loc, nvvm::elementPointer(b, loc, stage, at, 3),
+                            nvvm::elementPointer(b, loc, in, p, 1),
                             b.getI32IntegerAttr(16), cacheGlobal,
                             /*cpSize=*/Value());
   }
@@ -554,17 +543,6 @@ struct SoftmaxKernel : IndexBuilder {
     return {warps.getResult(0), warps.getResult(1)};
   }
 
-  /// A pointer to workspace word `word`, for atomics.
-  Value wordPointer(Value word) { return pointer(workspace, word, 1); }
-
-  /// Adds 1 to a workspace word at GPU scope; the old value.
-  Value atomicAdd(Value word, LLVM::AtomicOrdering ordering) {
-    Value one = arith::ConstantIntOp::create(b, loc, 1, 32);
-    return LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add,
-                                     wordPointer(word), one, ordering,
-                                     "device");
-  }
-
   void storeWord(Value word, Value value) {
     memref::StoreOp::create(b, loc, value, workspace, word);
   }
@@ -601,39 +579,9 @@ struct SoftmaxKernel : IndexBuilder {
       storeWord(slot, arith::BitcastOp::create(b, loc, b.getI32Type(), m));
       storeWord(add(slot, c(1)),
                 arith::BitcastOp::create(b, loc, b.getI32Type(), l));
-      // The partial is visible before the arrival counts: a release
-      // reduction, as PTX has it (NVPTX emits the orderings of atomicrmw as
-      // relaxed atoms, and a fence would wait for the stores).
-      LLVM::InlineAsmOp::create(
-          b, loc, TypeRange{}, ValueRange{wordPointer(arrived)},
-          "red.release.gpu.global.add.u32 [$0], 1;", "l,~{memory}",
-          /*has_side_effects=*/true, /*is_align_stack=*/false,
-          LLVM::tailcallkind::TailCallKind::None,
-          /*asm_dialect=*/LLVM::AsmDialectAttr(),
-          /*operand_attrs=*/ArrayAttr());
-      Value pointer = wordPointer(arrived);
-      auto wait = scf::WhileOp::create(b, loc, b.getIndexType(), c(0));
-      {
-        OpBuilder::InsertionGuard guard(b);
-        Block *before =
-            b.createBlock(&wait.getBefore(), {}, b.getIndexType(), loc);
-        Value count = LLVM::LoadOp::create(
-            b, loc, b.getI32Type(), pointer, /*alignment=*/4,
-            /*isVolatile=*/false, /*isNonTemporal=*/false,
-            /*isInvariant=*/false, /*isInvariantGroup=*/false,
-            LLVM::AtomicOrdering::acquire, "device");
-        scf::ConditionOp::create(
-            b, loc, cmp(arith::CmpIPredicate::ult, count, expected),
-            before->getArgument(0));
-        Block *after =
-            b.createBlock(&wait.getAfter(), {}, b.getIndexType(), loc);
-        Value polls = after->getArgument(0);
-        onlyIf(cmp(arith::CmpIPredicate::eq, polls, c(kMostPolls)),
-               [&] { LLVM::Trap::create(b, loc); });
-        NVVM::NanosleepOp::create(b, loc,
-                                  arith::ConstantIntOp::create(b, loc, 32, 32));
-        scf::YieldOp::create(b, loc, add(polls, c(1)));
-      }
+      // The partial is visible to whoever sees the arrival count.
+      nvvm::releaseIncrement(b, loc, workspace, arrived);
+      nvvm::waitForCount(b, loc, workspace, arrived, expected, kMostPolls);
     });
     // The acquiring load of thread 0, then the barrier, order every
     // thread's reads of the partials after their writes.
@@ -667,7 +615,7 @@ struct SoftmaxKernel : IndexBuilder {
     Value left = select(
         isThreadZero(), b.getI32Type(),
         [&]() -> SmallVector<Value> {
-          return {atomicAdd(departedWord(), LLVM::AtomicOrdering::monotonic)};
+          return {nvvm::relaxedFetchAdd(b, loc, workspace, departedWord())};
         },
         [&]() -> SmallVector<Value> {
           return {arith::ConstantIntOp::create(b, loc, -1, 32)};
