@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/Conversion/Passes.h"
+#include "AttnDialect/Conversion/SoftmaxLaunchPlan.h"
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Target/NVVM/CrossBlockExchange.h"
 #include "AttnDialect/Utils/ArithUtils.h"
@@ -45,6 +46,7 @@ namespace mlir::attn {
 
 using namespace mlir;
 using namespace mlir::attn;
+using namespace mlir::attn::softmax;
 
 namespace {
 
@@ -59,14 +61,10 @@ constexpr int64_t kMostPolls = int64_t(1) << 26;
 /// cp.async groups a tile's unrolled copies are committed in (copyTile).
 constexpr int64_t kCopyGroups = 4;
 
-/// Shared memory a split row's block takes besides its tile, for pricing
-/// tiles (splitTileCount): what the system reserves per block (1 KiB) and
-/// the kernel's static shared memory (blockReduce's 256 bytes), with room
-/// to spare.
-constexpr int64_t kBlockReserveBytes = 2048;
-
-/// Index arithmetic with less noise.
+/// Index arithmetic with less noise; as the Sizes of SoftmaxLaunchPlan.h,
+/// it emits the launch's arithmetic.
 struct IndexBuilder {
+  using Value = mlir::Value;
   OpBuilder &b;
   Location loc;
 
@@ -89,6 +87,9 @@ struct IndexBuilder {
     return arith::XOrIOp::create(b, loc, x,
                                  arith::ConstantIntOp::create(b, loc, 1, 1));
   }
+  Value multiprocessorCount() {
+    return MultiprocessorCountOp::create(b, loc, b.getIndexType());
+  }
 };
 
 /// Builds the kernel body: the values are the kernel's view of the launch.
@@ -110,9 +111,9 @@ struct SoftmaxKernel : IndexBuilder {
   // written (the output too).
   Value row, split, rowStart, rowEnd, sliceStart, vectorIn, vectorOut;
   // Split rows: blocks in the launch's first wave (SMs x blocks per SM),
-  // and the `first-wave-stagger` step in ns (0: none).
+  // and the first-wave stagger's step as naps (0: none) of napNs.
   Value firstWave;
-  int64_t staggerNs = 0;
+  int64_t naps = 0, napNs = 0;
 
   Value f32(double v) { return f32Constant(b, loc, v); }
 
@@ -762,27 +763,25 @@ struct SoftmaxKernel : IndexBuilder {
   }
 
   /// Split rows of the launch's first wave start in three steps, by row
-  /// mod 3, `staggerNs` apart: all at once, every block of an SM reached
+  /// mod 3, `naps` x `napNs` apart: all at once, every block of an SM reached
   /// its exchange together and memory idled for several us while they
   /// waited; staggered, a third copies while
   /// the others exchange (the measurements are in bench/RESULTS.md). The
   /// only blocks that wait for a sleeping one are its row's, which sleep
   /// alike (or start after the first wave anyway).
   void staggerFirstWave() {
-    if (!splitRow || staggerNs <= 0)
+    if (!splitRow || naps <= 0)
       return;
     Value step = rem(row, c(3));
     Value late = both(
         cmp(arith::CmpIPredicate::ult, add(mul(row, splits), split), firstWave),
         cmp(arith::CmpIPredicate::ne, step, c(0)));
     onlyIf(late, [&] {
-      // nanosleep takes at most about 1 ms and is approximate: 1 us naps.
-      int64_t naps = std::max<int64_t>(staggerNs / 1000, 1);
       auto sleep = scf::ForOp::create(b, loc, c(0), mul(step, c(naps)), c(1));
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(sleep.getBody()->getTerminator());
       NVVM::NanosleepOp::create(
-          b, loc, arith::ConstantIntOp::create(b, loc, staggerNs / naps, 32));
+          b, loc, arith::ConstantIntOp::create(b, loc, napNs, 32));
     });
   }
 
@@ -880,271 +879,155 @@ struct SoftmaxKernel : IndexBuilder {
 struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
   using SoftmaxToGpuBase::SoftmaxToGpuBase;
 
+  LaunchOptions launchOptions() const {
+    LaunchOptions options;
+    options.threads = threads;
+    options.splitThreads = splitThreads;
+    options.elementsPerThread = elementsPerThread;
+    options.splitVectors = splitVectors;
+    options.sharedMemoryPerSm = sharedMemoryPerSm;
+    options.firstWaveStagger = firstWaveStagger;
+    return options;
+  }
+
   void runOnOperation() override {
-    for (int64_t count :
-         {static_cast<int64_t>(threads), static_cast<int64_t>(splitThreads)})
-      if (count < 32 || count > 1024 || count % 32 != 0) {
-        getOperation()->emitError()
-            << "attn-softmax-to-gpu: threads and split-threads must be "
-               "multiples of 32 in [32, 1024], got "
-            << count;
-        return signalPassFailure();
-      }
-    // A block's tile must fit the shared memory a block may have (227 KiB
-    // on sm_90, 163 KiB on sm_80; the runtime refuses more at launch): f32
-    // tiles are the largest.
-    if (elementsPerThread < 1 || elementsPerThread * 4 * threads > 163 * 1024) {
-      getOperation()->emitError()
-          << "attn-softmax-to-gpu: elements-per-thread must be at least 1 "
-             "and a block's f32 tile (threads x elements-per-thread x 4 "
-             "bytes) at most 163 KiB, got "
-          << static_cast<int64_t>(elementsPerThread) << " x "
-          << static_cast<int64_t>(threads);
-      return signalPassFailure();
-    }
-    if (firstWaveStagger < 0 || firstWaveStagger > 100000) {
-      getOperation()->emitError()
-          << "attn-softmax-to-gpu: first-wave-stagger must be in [0, 100000] "
-             "ns, got "
-          << static_cast<int64_t>(firstWaveStagger);
-      return signalPassFailure();
-    }
-    if (sharedMemoryPerSm < 16 * 1024) {
-      getOperation()->emitError()
-          << "attn-softmax-to-gpu: shared-memory-per-sm must be at least 16 "
-             "KiB, got "
-          << static_cast<int64_t>(sharedMemoryPerSm);
-      return signalPassFailure();
-    }
-    if (splitVectors < 1 || splitVectors * 16 * splitThreads > 163 * 1024) {
-      getOperation()->emitError()
-          << "attn-softmax-to-gpu: split-vectors must be at least 1 and a "
-             "split row's tile (split-threads x split-vectors x 16 bytes) at "
-             "most 163 KiB, got "
-          << static_cast<int64_t>(splitVectors) << " x "
-          << static_cast<int64_t>(splitThreads);
+    LaunchOptions options = launchOptions();
+    if (std::optional<std::string> error = checkOptions(options)) {
+      getOperation()->emitError() << "attn-softmax-to-gpu: " << *error;
       return signalPassFailure();
     }
     SmallVector<SoftmaxOp> ops;
     getOperation()->walk([&](SoftmaxOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (SoftmaxOp op : ops)
-      if (failed(lower(rewriter, op)))
+      if (failed(lower(rewriter, op, options)))
         return signalPassFailure();
   }
 
-  /// Blocks of a split row an SM holds with `vectors` per thread, by shared
-  /// memory: a block's tile plus kBlockReserveBytes.
-  Value blocksPerSm(IndexBuilder &h, Value vectors) {
-    return h.div(
-        h.c(sharedMemoryPerSm),
-        h.add(h.mul(vectors, h.c(splitThreads * 16)), h.c(kBlockReserveBytes)));
-  }
-
-  /// How many tiles a split row of `span` elements is evened out over: as
-  /// few as `split-vectors` per thread allow, or more and smaller ones when
-  /// an SM then holds one more block and so over 10% more of the rows at
-  /// once (f16 N = 229379: 9 tiles of 13 vectors, 4 blocks per SM, 0.90 of
-  /// the copy, against 0.87 with 8 of 15, 3 per SM; at N = 2^20, 40 tiles
-  /// of 13 would hold 6% more and lost 0.01-0.03 to 32 tiles of 16: more
-  /// blocks per row wait longer for each other; bench/RESULTS.md). Never
-  /// past one tile per SM, where rows would be swept twice.
-  Value splitTileCount(IndexBuilder &h, Value span, int64_t width, Value one) {
-    // blocksPerSm, for a vector count known here.
-    auto fitting = [&](int64_t v) {
-      return sharedMemoryPerSm / (v * splitThreads * 16 + kBlockReserveBytes);
-    };
-    auto tilesOf = [&](int64_t v) {
-      return h.max(h.ceilDiv(span, h.c(splitThreads * v * width)), one);
-    };
-    Value few = tilesOf(splitVectors);
-    // The most vectors per thread with which one more block fits.
-    int64_t denser = splitVectors - 1;
-    while (denser > 0 && fitting(denser) <= fitting(splitVectors))
-      --denser;
-    if (denser == 0)
-      return few;
-    Value more = tilesOf(denser);
-    auto vectorsOf = [&](Value tiles) {
-      return h.max(h.ceilDiv(span, h.mul(tiles, h.c(splitThreads * width))),
-                   one);
-    };
-    // more is better if blocksPerSm(more) / more > 1.1 blocksPerSm(few) /
-    // few, and at most one tile per SM: a > b as a 0/1 count is
-    // min(a / (b + 1), 1).
-    Value gain = h.mul(h.mul(blocksPerSm(h, vectorsOf(more)), few), h.c(10));
-    Value keep = h.mul(h.mul(blocksPerSm(h, vectorsOf(few)), more), h.c(11));
-    Value better = h.min(h.div(gain, h.add(keep, one)), one);
-    Value sms = MultiprocessorCountOp::create(h.b, h.loc, h.b.getIndexType());
-    Value room = h.min(h.div(h.add(sms, one), h.add(more, one)), one);
-    Value denserTiles = h.mul(better, room);
-    return h.add(h.mul(few, h.sub(one, denserTiles)), h.mul(more, denserTiles));
-  }
-
-  LogicalResult lower(RewriterBase &rewriter, SoftmaxOp op) {
-    Location loc = op.getLoc();
-    auto inType = cast<RankedTensorType>(op.getInput().getType());
-    auto outType = cast<RankedTensorType>(op.getOutput().getType());
-    if (inType.getRank() != 2)
-      return op.emitOpError()
-             << "lowers to the GPU for rank 2 ([rows, N]) only, got rank "
-             << inType.getRank() << "; collapse the outer dims first";
-    if (!asyncCopy)
-      return op.emitOpError()
-             << "lowers to the GPU with cp.async, which the target does not "
-                "have (sm_80 or newer)";
-    int64_t width = 128 / inType.getElementTypeBitWidth();
-    int64_t elementBytes = inType.getElementTypeBitWidth() / 8;
-    if (elementsPerThread % width != 0)
-      return op.emitOpError()
-             << "cannot copy " << static_cast<int64_t>(elementsPerThread)
-             << " elements per thread in 16-byte vectors of " << width
-             << " (elements-per-thread must be a multiple of " << width << ")";
-    int64_t vectors = elementsPerThread / width;
-
-    rewriter.setInsertionPoint(op);
-    IndexBuilder h{rewriter, loc};
-    auto bufferOf = [&](Value tensor, RankedTensorType type, bool readOnly) {
-      return bufferization::ToBufferOp::create(
-          rewriter, loc,
-          MemRefType::get(type.getShape(), type.getElementType()), tensor,
-          readOnly);
-    };
-    Value in = bufferOf(op.getInput(), inType, true);
-    Value out = bufferOf(op.getOutput(), outType, false);
-    Value rows = memref::DimOp::create(rewriter, loc, in, 0);
-    Value n = memref::DimOp::create(rewriter, loc, in, 1);
-    // A row's vectors span width - 1 more elements than the row when N is
-    // not a multiple of the width (rows start anywhere in a vector).
-    Value ragged =
-        h.min(h.sub(n, h.mul(h.div(n, h.c(width)), h.c(width))), h.c(1));
-    Value span = h.add(n, h.mul(ragged, h.c(width - 1)));
-    // Threads: enough to hold a row, whole warps, at least 32; rows longer
-    // than `threads` hold are split across blocks of `split-threads` with
-    // `split-vectors` each (more blocks per SM hide the blocks' waits for
-    // each other). Without a select in launch sizes, a choice between a and
-    // b on a 0/1 flag f is a * (1 - f) + b * f.
-    auto choose = [&](Value f, Value a, Value b) {
-      return h.add(h.mul(a, h.sub(h.c(1), f)), h.mul(b, f));
-    };
-    Value fit = h.max(
-        h.mul(h.ceilDiv(span, h.c(vectors * width * 32)), h.c(32)), h.c(32));
-    Value split = h.min(h.div(fit, h.c(threads + 1)), h.c(1));
-    Value blockSize = choose(split, fit, h.c(splitThreads));
-    // Short rows use fewer vectors per thread than the 32 threads hold; a
-    // split row's tiles are evened out, so that its blocks all copy about
-    // as much and none waits long for a full one.
-    // Empty rows (N = 0) keep every count at least 1, so that no launch
-    // expression divides by zero (both choices are evaluated): a block per
-    // row that reads and writes nothing; no rows launch no blocks.
-    Value one = h.c(1);
-    Value splitTiles = splitTileCount(h, span, width, one);
-    Value used = h.max(
-        choose(split,
-               h.min(h.c(vectors), h.ceilDiv(span, h.mul(fit, h.c(width)))),
-               h.ceilDiv(span, h.mul(splitTiles, h.c(splitThreads * width)))),
-        one);
-    Value tileElements = h.mul(h.mul(blockSize, used), h.c(width));
-    Value tiles = h.ceilDiv(span, tileElements);
-    // At most one block per SM for a row, so all of a row's blocks can be
-    // resident at once (they wait for each other).
-    Value splits =
-        h.max(h.min(tiles, MultiprocessorCountOp::create(
-                               rewriter, loc, rewriter.getIndexType())),
-              one);
-    Value sliceTiles = h.ceilDiv(tiles, splits);
-    // Split-row blocks of the first wave (see staggerFirstWave).
-    Value firstWave;
-    if (firstWaveStagger > 0)
-      firstWave = h.mul(
-          MultiprocessorCountOp::create(rewriter, loc, rewriter.getIndexType()),
-          blocksPerSm(h, used));
-    Value blocks = h.mul(rows, splits);
-    // The exchange's words (see the layout above).
-    Value words = h.mul(h.c(2), h.add(rows, blocks));
-    Value workspace = WorkspaceOp::create(
-        rewriter, loc,
-        MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()), words);
-    Value stageBytes =
-        arith::IndexCastOp::create(rewriter, loc, rewriter.getI32Type(),
-                                   h.mul(tileElements, h.c(elementBytes)));
-
-    auto workgroup = gpu::AddressSpaceAttr::get(rewriter.getContext(),
-                                                gpu::AddressSpace::Workgroup);
-    auto launch = gpu::LaunchOp::create(rewriter, loc, blocks, one, one,
-                                        blockSize, one, one, stageBytes);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(&launch.getBody().front());
-      // Flat [rows * N] views (in the kernel: the bundle passes the
-      // arguments' buffers as they are).
-      auto flat = [&](Value buffer) {
-        return memref::CollapseShapeOp::create(
-            rewriter, loc, buffer, ArrayRef<ReassociationIndices>{{0, 1}});
-      };
-      SoftmaxKernel kernel{{rewriter, loc}};
-      kernel.in = flat(in);
-      kernel.out = flat(out);
-      kernel.workspace = workspace;
-      Value shared = gpu::DynamicSharedMemoryOp::create(
-          rewriter, loc,
-          MemRefType::get({ShapedType::kDynamic}, rewriter.getI8Type(),
-                          MemRefLayoutAttrInterface{}, workgroup));
-      kernel.stage = memref::ViewOp::create(
-          rewriter, loc,
-          MemRefType::get({ShapedType::kDynamic}, inType.getElementType(),
-                          MemRefLayoutAttrInterface{}, workgroup),
-          shared, h.c(0),
-          ValueRange{h.mul(h.mul(launch.getBlockSizeX(), used), h.c(width))});
-      // 256 bytes: the dynamic tile after it stays on a 128-byte line.
-      kernel.scratch = launch.addWorkgroupAttribution(
-          MemRefType::get({64}, rewriter.getF32Type(),
-                          MemRefLayoutAttrInterface{}, workgroup),
-          loc);
-      kernel.rows = rows;
-      kernel.n = n;
-      kernel.tid = launch.getThreadIds().x;
-      kernel.threads = launch.getBlockSizeX();
-      kernel.splits = splits;
-      kernel.sliceTiles = sliceTiles;
-      kernel.staggerNs = firstWaveStagger;
-      kernel.firstWave = firstWave;
-      kernel.width = width;
-      kernel.used = used;
-      // Three kernels in one, by the shape: a row in one block, a row split
-      // across blocks each holding a tile, or each sweeping a slice.
-      auto build = [&](scf::IfOp choice, bool then, bool splitRow,
-                       int64_t unrolled, void (SoftmaxKernel::*body)()) {
-        OpBuilder::InsertionGuard branch(rewriter);
-        rewriter.setInsertionPoint(then ? choice.thenBlock()->getTerminator()
-                                        : choice.elseBlock()->getTerminator());
-        kernel.splitRow = splitRow;
-        kernel.vectors = unrolled;
-        kernel.locate(launch.getBlockIds().x);
-        (kernel.*body)();
-      };
-      auto byRow = scf::IfOp::create(
-          rewriter, loc, h.cmp(arith::CmpIPredicate::eq, split, h.c(0)),
-          /*withElseRegion=*/true);
-      build(byRow, true, false, vectors, &SoftmaxKernel::buildResident);
-      {
-        OpBuilder::InsertionGuard branch(rewriter);
-        rewriter.setInsertionPoint(byRow.elseBlock()->getTerminator());
-        auto bySlice = scf::IfOp::create(
-            rewriter, loc, h.cmp(arith::CmpIPredicate::eq, sliceTiles, h.c(1)),
-            /*withElseRegion=*/true);
-        build(bySlice, true, true, splitVectors, &SoftmaxKernel::buildResident);
-        build(bySlice, false, true, splitVectors,
-              &SoftmaxKernel::buildTwoSweeps);
-      }
-      gpu::TerminatorOp::create(rewriter, loc);
-    }
-    Value result = bufferization::ToTensorOp::create(
-        rewriter, loc, outType, out, rewriter.getUnitAttr(),
-        rewriter.getUnitAttr());
-    rewriter.replaceOp(op, result);
-    return success();
-  }
+  LogicalResult lower(RewriterBase &rewriter, SoftmaxOp op,
+                      const LaunchOptions &options);
 };
 
 } // namespace
+
+LogicalResult SoftmaxToGpuPass::lower(RewriterBase &rewriter, SoftmaxOp op,
+                                      const LaunchOptions &options) {
+  Location loc = op.getLoc();
+  auto inType = cast<RankedTensorType>(op.getInput().getType());
+  auto outType = cast<RankedTensorType>(op.getOutput().getType());
+  if (inType.getRank() != 2)
+    return op.emitOpError()
+           << "lowers to the GPU for rank 2 ([rows, N]) only, got rank "
+           << inType.getRank() << "; collapse the outer dims first";
+  if (!asyncCopy)
+    return op.emitOpError()
+           << "lowers to the GPU with cp.async, which the target does not "
+              "have (sm_80 or newer)";
+  int64_t elementBytes = inType.getElementTypeBitWidth() / 8;
+  std::optional<KernelShape> shape = getKernelShape(options, elementBytes);
+  if (!shape) {
+    int64_t width = kVectorBytes / elementBytes;
+    return op.emitOpError()
+           << "cannot copy " << options.elementsPerThread
+           << " elements per thread in 16-byte vectors of " << width
+           << " (elements-per-thread must be a multiple of " << width << ")";
+  }
+
+  rewriter.setInsertionPoint(op);
+  IndexBuilder h{rewriter, loc};
+  auto bufferOf = [&](Value tensor, RankedTensorType type, bool readOnly) {
+    return bufferization::ToBufferOp::create(
+        rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
+        tensor, readOnly);
+  };
+  Value in = bufferOf(op.getInput(), inType, true);
+  Value out = bufferOf(op.getOutput(), outType, false);
+  Value rows = memref::DimOp::create(rewriter, loc, in, 0);
+  Value n = memref::DimOp::create(rewriter, loc, in, 1);
+  LaunchPlan<Value> plan = planLaunch(h, options, *shape, rows, n);
+  Value workspace = WorkspaceOp::create(
+      rewriter, loc,
+      MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()),
+      plan.workspaceWords);
+  Value stageBytes = arith::IndexCastOp::create(
+      rewriter, loc, rewriter.getI32Type(), tileBytes(h, *shape, plan));
+
+  auto workgroup = gpu::AddressSpaceAttr::get(rewriter.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  Value one = h.c(1);
+  auto launch = gpu::LaunchOp::create(rewriter, loc, plan.blocks, one, one,
+                                      plan.blockThreads, one, one, stageBytes);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(&launch.getBody().front());
+  // Flat [rows * N] views (in the kernel: the bundle passes the arguments'
+  // buffers as they are).
+  auto flat = [&](Value buffer) {
+    return memref::CollapseShapeOp::create(
+        rewriter, loc, buffer, ArrayRef<ReassociationIndices>{{0, 1}});
+  };
+  SoftmaxKernel kernel{{rewriter, loc}};
+  kernel.in = flat(in);
+  kernel.out = flat(out);
+  kernel.workspace = workspace;
+  Value shared = gpu::DynamicSharedMemoryOp::create(
+      rewriter, loc,
+      MemRefType::get({ShapedType::kDynamic}, rewriter.getI8Type(),
+                      MemRefLayoutAttrInterface{}, workgroup));
+  kernel.stage = memref::ViewOp::create(
+      rewriter, loc,
+      MemRefType::get({ShapedType::kDynamic}, inType.getElementType(),
+                      MemRefLayoutAttrInterface{}, workgroup),
+      shared, h.c(0),
+      ValueRange{
+          h.mul(h.mul(launch.getBlockSizeX(), plan.used), h.c(shape->width))});
+  // 256 bytes: the dynamic tile after it stays on a 128-byte line.
+  kernel.scratch = launch.addWorkgroupAttribution(
+      MemRefType::get({64}, rewriter.getF32Type(), MemRefLayoutAttrInterface{},
+                      workgroup),
+      loc);
+  kernel.rows = rows;
+  kernel.n = n;
+  kernel.tid = launch.getThreadIds().x;
+  kernel.threads = launch.getBlockSizeX();
+  kernel.splits = plan.splits;
+  kernel.sliceTiles = plan.sliceTiles;
+  kernel.naps = shape->naps;
+  kernel.napNs = shape->napNs;
+  kernel.firstWave = plan.firstWave.value_or(Value());
+  kernel.width = shape->width;
+  kernel.used = plan.used;
+  // Three kernels in one, by the shape: a row in one block, a row split
+  // across blocks each holding a tile, or each sweeping a slice.
+  auto build = [&](scf::IfOp choice, bool then, bool splitRow, int64_t unrolled,
+                   void (SoftmaxKernel::*body)()) {
+    OpBuilder::InsertionGuard branch(rewriter);
+    rewriter.setInsertionPoint(then ? choice.thenBlock()->getTerminator()
+                                    : choice.elseBlock()->getTerminator());
+    kernel.splitRow = splitRow;
+    kernel.vectors = unrolled;
+    kernel.locate(launch.getBlockIds().x);
+    (kernel.*body)();
+  };
+  auto byRow = scf::IfOp::create(
+      rewriter, loc, h.cmp(arith::CmpIPredicate::eq, plan.split, h.c(0)),
+      /*withElseRegion=*/true);
+  build(byRow, true, false, shape->vectors, &SoftmaxKernel::buildResident);
+  {
+    OpBuilder::InsertionGuard branch(rewriter);
+    rewriter.setInsertionPoint(byRow.elseBlock()->getTerminator());
+    auto bySlice = scf::IfOp::create(
+        rewriter, loc, h.cmp(arith::CmpIPredicate::eq, plan.sliceTiles, h.c(1)),
+        /*withElseRegion=*/true);
+    build(bySlice, true, true, shape->splitVectors,
+          &SoftmaxKernel::buildResident);
+    build(bySlice, false, true, shape->splitVectors,
+          &SoftmaxKernel::buildTwoSweeps);
+  }
+  gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.setInsertionPointAfter(launch);
+  Value result = bufferization::ToTensorOp::create(rewriter, loc, outType, out,
+                                                   rewriter.getUnitAttr(),
+                                                   rewriter.getUnitAttr());
+  rewriter.replaceOp(op, result);
+  return success();
+}
