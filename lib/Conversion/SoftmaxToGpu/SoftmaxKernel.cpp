@@ -18,6 +18,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <tuple>
+
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::softmax;
@@ -241,7 +243,9 @@ void SoftmaxKernel::store(Value p, ArrayRef<Value> ys, bool wholeVector) {
 /// their 768 bytes of shared memory moved the tile off its 128-byte line
 /// when anything was added to them.
 std::pair<Value, Value> SoftmaxKernel::blockReduce(Value m, Value l) {
-  auto [warpMax, warpSum] = warpMerge(m, l);
+  // Not structured bindings: the lambda below captures them.
+  Value warpMax, warpSum;
+  std::tie(warpMax, warpSum) = warpMerge(m, l);
   Value warp = div(tid, c(32));
   onlyIf(cmp(arith::CmpIPredicate::eq, rem(tid, c(32)), c(0)), [&] {
     memref::StoreOp::create(b, loc, warpMax, scratch, mul(warp, c(2)));
