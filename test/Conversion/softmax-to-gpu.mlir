@@ -5,7 +5,6 @@
 // RUN: not attn-opt %s --attn-softmax-to-gpu="split-vectors=64" --split-input-file 2>&1 | FileCheck %s --check-prefix=SPLIT-TILE
 // RUN: not attn-opt %s --attn-softmax-to-gpu="shared-memory-per-sm=1000" --split-input-file 2>&1 | FileCheck %s --check-prefix=SMEM-OPTION
 // RUN: attn-opt %s --attn-softmax-to-gpu="shared-memory-per-sm=167936" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=SM80
-// RUN: attn-opt %s --attn-softmax-to-gpu=timeline --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=TIMELINE
 // RUN: attn-opt %s --attn-softmax-to-gpu=first-wave-stagger=0 --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=NO-STAGGER
 // RUN: not attn-opt %s --attn-softmax-to-gpu=first-wave-stagger=-1 --split-input-file 2>&1 | FileCheck %s --check-prefix=STAGGER-OPTION
 
@@ -226,19 +225,6 @@
 
 // SM80-LABEL: func.func @softmax
 // SM80: arith.divui %c167936
-
-// The timeline option stamps %globaltimer and the SM into 8 more words per
-// block after the workspace's own.
-// TIMELINE-LABEL: func.func @softmax
-// TIMELINE: %[[ROWS:.*]] = memref.dim %{{.*}}, %c0
-// TIMELINE: %[[BLOCKS:.*]] = arith.muli %[[ROWS]], %{{.*}} : index
-// TIMELINE: %[[OWN:.*]] = arith.muli %c2
-// TIMELINE: %[[STAMPS:.*]] = arith.muli %[[BLOCKS]], %c8
-// TIMELINE: %[[WORDS:.*]] = arith.addi %[[OWN]], %[[STAMPS]]
-// TIMELINE: attn.workspace %[[WORDS]]
-// TIMELINE: gpu.launch
-// TIMELINE: nvvm.read.ptx.sreg.globaltimer.lo
-// TIMELINE: nvvm.read.ptx.sreg.smid
 
 // THREADS: attn-softmax-to-gpu: threads and split-threads must be multiples of 32 in [32, 1024], got 48
 // TILE: attn-softmax-to-gpu: elements-per-thread must be at least 1 and a block's f32 tile (threads x elements-per-thread x 4 bytes) at most 163 KiB, got 1024 x 512

@@ -29,40 +29,33 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
       of `split-threads` with `split-vectors` vectors per thread (tiles
       evened out over the row; or more, smaller tiles where an SM of
       `shared-memory-per-sm` then holds one more block and over 10% more of
-      the rows), each holding a tile of it: each publishes
-      its (max, sum) in an `attn.workspace` (a PTX release reduction),
-      waits for its row's other blocks (acquiring loads), merges their
-      partials and writes its tile, so the row is still read once and a
-      few long rows keep the whole GPU busy. A row's splits are
-      consecutive blocks: as GPUs start blocks in index order in practice
-      (CUDA does not promise it) and a row has at most one block per SM,
-      the blocks a block waits for are running or start as earlier rows
-      finish (a wait far longer than any real one traps rather than
-      hangs). The last block of a row to leave zeroes the
+      the rows), each holding a tile of it: each publishes its (max, sum)
+      in an `attn.workspace`, waits for its row's other blocks, merges
+      their partials and writes its tile, so the row is still read once
+      and a few long rows keep the whole GPU busy. A row's splits are
+      consecutive blocks, which relies on GPUs starting blocks in index
+      order (CUDA does not promise it; a wait far longer than any real one
+      traps rather than hangs). The last block of a row to leave zeroes the
       row's words, leaving the workspace zeroed;
     - a row longer than that many tiles gives each block a slice of several
       tiles, swept twice from global memory (an online max/sum, then the
       writes), the partials merged as above.
 
     Vectors are aligned to 16 bytes of the buffer's address (tiles to a
-    128-byte line where the row's tiles have room: from a 16-byte boundary
-    L2 serves half again as many sector reads), so a row may start
-    anywhere (odd N): a vector that straddles a row's end is copied
-    element by element (staged as -inf outside the row) and written element
-    by element; a buffer that is not 16-byte aligned is read and written by
+    128-byte line where the row's tiles have room), so a row may start
+    anywhere (odd N): a vector that straddles a row's end is copied element
+    by element (staged as -inf outside the row) and written element by
+    element; a buffer that is not 16-byte aligned is read and written by
     elements. A warp whose vectors all lie in the row (a `nvvm.vote.sync`)
-    skips every per-vector check; the warps at a row's ends check each
-    vector: in a split row they copy the whole ones and stage -inf for the
-    others with one store each (a loop of element stores there made the
-    blocks holding a row's ends, which the rest of the row waits for, 2 us
-    late), at a short row's ends they stage in a loop, and both write in a
-    loop (small code). The launch's first wave of split-row blocks starts
-    in three steps (`first-wave-stagger`), so that some of it copies while
-    the rest exchanges. `timeline` stamps when each block passes each phase
-    (bench/softmax_timeline.py reads them). exp(x -
-    max) is exp2((x - max) * log2(e)); -inf entries give 0 and rows that
-    are all -inf give 0. Empty rows (N = 0) launch blocks that touch
-    nothing, no rows an empty grid.
+    skips every per-vector check. The launch's first wave of split-row
+    blocks starts in three steps (`first-wave-stagger`), so that some of it
+    copies while the rest exchanges. exp(x - max) is exp2((x - max) *
+    log2(e)); -inf entries give 0 and rows that are all -inf give 0. Empty
+    rows (N = 0) launch blocks that touch nothing, no rows an empty grid.
+
+    [docs/Softmax.md](../Softmax.md) describes the design: when rows are
+    split, the workspace's layout and protocol, the start-order assumption
+    and the tile sizes; docs/Performance.md has the measurements behind it.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", /*default=*/"512",
@@ -95,13 +88,7 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
     Option<"asyncCopy", "async-copy", "bool", /*default=*/"true",
            "whether the target has cp.async (sm_80 and newer; "
            "attn-lower-to-nvvm sets it from the chip): the kernel stages its "
-           "tiles with it, so without it each attn.softmax is an error">,
-    Option<"timeline", "timeline", "bool", /*default=*/"false",
-           "profiling aid: each block's thread 0 writes %globaltimer at its "
-           "start, first pass's end, exchange and end, and its SM, into 8 "
-           "words per block after the workspace's own "
-           "(bench/softmax_timeline.py reads them; the workspace is then "
-           "left non-zero)">
+           "tiles with it, so without it each attn.softmax is an error">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
