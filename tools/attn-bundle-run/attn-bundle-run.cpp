@@ -271,14 +271,15 @@ int run(int argc, char **argv) {
           : bundle.function(o.function);
   if (!function)
     fail("the bundle has no function '" + o.function + "'");
-  size_t numArgs = function->argTypes.size();
+  size_t numArgs = function->args.size();
   if (numArgs != 4 && numArgs != 5)
     fail("@" + function->name +
          " must take (q, k, v, out [, logsumexp]) memrefs");
+  // The bundle's names, where the compiler knew the roles.
   std::vector<std::string> names = {"q", "k", "v", "out", "lse"};
   for (size_t i = 0; i < numArgs; ++i)
-    if (i < function->contract.argNames.size())
-      names[i] = function->contract.argName(i);
+    if (function->args[i].name.rfind("argument ", 0) != 0)
+      names[i] = function->args[i].name;
 
   // Host tensors with the requested sizes; static dims must agree. All of
   // this is checked before the driver opens, so that it fails the same way
@@ -292,20 +293,21 @@ int run(int argc, char **argv) {
   std::vector<ElementKind> kinds(numArgs);
   std::vector<int64_t> bytes(numArgs);
   for (size_t i = 0; i < numArgs; ++i) {
-    const std::vector<int64_t> &dims = function->contract.argDims[i];
+    const std::vector<int64_t> &dims = function->args[i].shape;
+    std::string type = function->args[i].str();
     if (dims.size() != shapes[i].size() ||
-        !elementKind(function->argElementTypes[i], kinds[i]))
-      fail("argument " + std::to_string(i) + " has type '" +
-           function->argTypes[i] + "', not an attention memref");
+        !elementKind(function->args[i].dtype, kinds[i]))
+      fail("argument " + std::to_string(i) + " has type '" + type +
+           "', not an attention memref");
     for (size_t d = 0; d < dims.size(); ++d) {
       if (d == 3 && i < 4) { // head dims are static
         if (dims[d] < 0)
-          fail("argument " + std::to_string(i) + " (" + function->argTypes[i] +
+          fail("argument " + std::to_string(i) + " (" + type +
                ") has a dynamic head dim; attn-bundle-run needs it static");
         shapes[i][d] = dims[d];
       }
       if (dims[d] >= 0 && dims[d] != shapes[i][d])
-        fail("argument " + std::to_string(i) + " (" + function->argTypes[i] +
+        fail("argument " + std::to_string(i) + " (" + type +
              ") has static dim " + std::to_string(d) + " = " +
              std::to_string(dims[d]) + ", not " + std::to_string(shapes[i][d]));
     }
@@ -333,11 +335,9 @@ int run(int argc, char **argv) {
                                          &launch.workspaceBytes};
       for (int d = 0; d < 3; ++d)
         sizes.insert(sizes.end(), {&launch.grid[d], &launch.block[d]});
-      for (const Expr &operand : launch.operands)
-        if (operand.kind != Expr::Kind::Arg &&
-            operand.kind != Expr::Kind::F32 &&
-            operand.kind != Expr::Kind::Workspace)
-          sizes.push_back(&operand);
+      for (const Operand &operand : launch.operands)
+        if (operand.kind == Operand::Kind::Int)
+          sizes.push_back(&operand.value);
       int64_t value;
       for (const Expr *size : sizes)
         if (!usesSmCount(*size) && !evaluateIndex(*size, dry, value, error))
