@@ -128,6 +128,10 @@ INPUTS = {
     "devzero.json": lambda: variant(
         lambda b, f, l: b["binaries"][0].__setitem__(
             "file", "../../../../../../../dev/zero")),
+    "prefix_mask.json": lambda: variant(
+        lambda b, f, l: f["computes"][0].update(
+            causal=False,
+            mask_mod={"name": "prefix:4", "digest": "8e2a4c5d0f1b3a79"})),
     "version1.json": lambda: copy.deepcopy(VERSION_1),
 }
 
