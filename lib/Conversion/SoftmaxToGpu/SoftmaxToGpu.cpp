@@ -101,6 +101,12 @@ struct IndexBuilder {
     return arith::CmpIOp::create(b, loc, p, x, y);
   }
   Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  /// `ifZero` when the 0/1 flag is 0, else `otherwise`: a select, which the
+  /// kernel bundle keeps as one.
+  Value choose(Value flag, Value ifZero, Value otherwise) {
+    return arith::SelectOp::create(
+        b, loc, cmp(arith::CmpIPredicate::ne, flag, c(0)), otherwise, ifZero);
+  }
   Value negate(Value x) {
     return arith::XOrIOp::create(b, loc, x,
                                  arith::ConstantIntOp::create(b, loc, 1, 1));
@@ -1068,8 +1074,7 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     Value better = h.min(h.div(gain, h.add(keep, one)), one);
     Value sms = MultiprocessorCountOp::create(h.b, h.loc, h.b.getIndexType());
     Value room = h.min(h.div(h.add(sms, one), h.add(more, one)), one);
-    Value denserTiles = h.mul(better, room);
-    return h.add(h.mul(few, h.sub(one, denserTiles)), h.mul(more, denserTiles));
+    return h.choose(h.mul(better, room), few, more);
   }
 
   LogicalResult lower(RewriterBase &rewriter, SoftmaxOp op) {
@@ -1113,15 +1118,11 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     // Threads: enough to hold a row, whole warps, at least 32; rows longer
     // than `threads` hold are split across blocks of `split-threads` with
     // `split-vectors` each (more blocks per SM hide the blocks' waits for
-    // each other). Without a select in launch sizes, a choice between a and
-    // b on a 0/1 flag f is a * (1 - f) + b * f.
-    auto choose = [&](Value f, Value a, Value b) {
-      return h.add(h.mul(a, h.sub(h.c(1), f)), h.mul(b, f));
-    };
+    // each other).
     Value fit = h.max(
         h.mul(h.ceilDiv(span, h.c(vectors * width * 32)), h.c(32)), h.c(32));
     Value split = h.min(h.div(fit, h.c(threads + 1)), h.c(1));
-    Value blockSize = choose(split, fit, h.c(splitThreads));
+    Value blockSize = h.choose(split, fit, h.c(splitThreads));
     // Short rows use fewer vectors per thread than the 32 threads hold; a
     // split row's tiles are evened out, so that its blocks all copy about
     // as much and none waits long for a full one.
@@ -1131,9 +1132,9 @@ struct SoftmaxToGpuPass : attn::impl::SoftmaxToGpuBase<SoftmaxToGpuPass> {
     Value one = h.c(1);
     Value splitTiles = splitTileCount(h, span, width, one);
     Value used = h.max(
-        choose(split,
-               h.min(h.c(vectors), h.ceilDiv(span, h.mul(fit, h.c(width)))),
-               h.ceilDiv(span, h.mul(splitTiles, h.c(splitThreads * width)))),
+        h.choose(split,
+                 h.min(h.c(vectors), h.ceilDiv(span, h.mul(fit, h.c(width)))),
+                 h.ceilDiv(span, h.mul(splitTiles, h.c(splitThreads * width)))),
         one);
     Value tileElements = h.mul(h.mul(blockSize, used), h.c(width));
     Value tiles = h.ceilDiv(span, tileElements);
