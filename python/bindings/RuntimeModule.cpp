@@ -73,6 +73,46 @@ nb::dict regionDict(const Computation::Region &region) {
   return out;
 }
 
+/// A function's launches evaluated for one set of buffers: launching them
+/// again costs no checks and no evaluation (for timing). Python keeps its
+/// bundle alive while it lives.
+class PreparedCall {
+public:
+  PreparedCall(const Function &function, std::vector<void *> kernels,
+               std::vector<Argument> args)
+      : function(&function), kernels(std::move(kernels)),
+        args(std::move(args)) {
+    prepare();
+  }
+
+  /// Queues the launches on the default stream without waiting for them.
+  void launch() {
+    CudaDriver &cuda = driver();
+    // Another function's launch may have moved the workspace.
+    if (cuda.workspace() != workspace)
+      prepare();
+    std::string error;
+    nb::gil_scoped_release release;
+    for (const PreparedLaunch &p : prepared)
+      if (!cuda.launch(p, error))
+        raise(error);
+  }
+
+private:
+  void prepare() {
+    std::string error;
+    if (!driver().prepare(*function, kernels, args, prepared, error))
+      raise(error);
+    workspace = driver().workspace();
+  }
+
+  const Function *function;
+  std::vector<void *> kernels;
+  std::vector<Argument> args;
+  std::vector<PreparedLaunch> prepared;
+  uint64_t workspace = 0;
+};
+
 class LoadedBundle {
 public:
   explicit LoadedBundle(const std::string &path) {
@@ -157,6 +197,16 @@ public:
   /// (address, shape) pairs, one per argument; waits for them. Shapes that
   /// break the function's contract raise ValueError before any GPU work.
   void launch(const std::string &name, const Buffers &buffers) {
+    PreparedCall call = prepare(name, buffers);
+    call.launch();
+    std::string error;
+    nb::gil_scoped_release release;
+    if (!driver().synchronize(error))
+      raise(error);
+  }
+
+  /// The launches of @name evaluated for `buffers`, checked as launch does.
+  PreparedCall prepare(const std::string &name, const Buffers &buffers) {
     const Function &f = function(name);
     if (buffers.size() != f.args.size())
       throw nb::type_error(("attn: @" + f.name + " takes " +
@@ -174,25 +224,17 @@ public:
     if (!error.empty())
       throw nb::value_error(("attn: " + error).c_str());
     CudaDriver &cuda = driver();
-    if (kernels.empty()) {
+    if (kernels.empty())
       for (const Function &fn : bundle.functions)
         for (const Launch &l : fn.launches)
           if (!cuda.loadKernel(bundle, l, kernels[&l], error))
             raise(error);
-    }
     std::vector<void *> fKernels;
     for (const Launch &l : f.launches)
       fKernels.push_back(kernels[&l]);
-    nb::gil_scoped_release release;
-    // prepare checks the shapes again: it is the runtime's one way in.
-    std::vector<PreparedLaunch> prepared;
-    if (!cuda.prepare(f, fKernels, args, prepared, error))
-      raise(error);
-    for (const PreparedLaunch &p : prepared)
-      if (!cuda.launch(p, error))
-        raise(error);
-    if (!cuda.synchronize(error))
-      raise(error);
+    // PreparedCall checks the shapes again: prepare is the runtime's one
+    // way in.
+    return PreparedCall(f, std::move(fKernels), std::move(args));
   }
 
 private:
@@ -242,6 +284,24 @@ NB_MODULE(_runtime, m) {
       raise(error);
     return nb::bytes(data.data(), data.size());
   });
+  m.def("synchronize", [] {
+    std::string error;
+    nb::gil_scoped_release release;
+    if (!driver().synchronize(error))
+      raise(error);
+  });
+  m.def(
+      "workspace",
+      [] {
+        return std::make_pair(driver().workspace(), driver().workspaceBytes());
+      },
+      "(address, bytes) of the zeroed workspace kernels share (0, 0 before "
+      "one needed it).");
+
+  nb::class_<PreparedCall>(m, "PreparedCall")
+      .def("launch", &PreparedCall::launch,
+           "Queues the launches without waiting for them.");
+
   nb::class_<LoadedBundle>(m, "Bundle")
       .def(nb::init<const std::string &>(), nb::arg("path"))
       .def_prop_ro("functions", &LoadedBundle::functions)
@@ -251,5 +311,7 @@ NB_MODULE(_runtime, m) {
       .def("check_arguments", &LoadedBundle::checkArguments,
            nb::arg("function"), nb::arg("shapes"))
       .def("launch", &LoadedBundle::launch, nb::arg("function"),
-           nb::arg("buffers"));
+           nb::arg("buffers"))
+      .def("prepare", &LoadedBundle::prepare, nb::arg("function"),
+           nb::arg("buffers"), nb::keep_alive<0, 1>());
 }

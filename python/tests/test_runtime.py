@@ -122,6 +122,9 @@ def test_argument_checks(bundle):
         kernel(FakeTensor((1, 8, 16, 64), "torch.bfloat16"), kv, kv, q)
     with pytest.raises(TypeError, match="expected a numpy array or a GPU tensor"):
         kernel([1], kv, kv, q)
+    # prepare() (launches evaluated once, for timing) takes GPU arrays only.
+    with pytest.raises(ValueError, match="prepare\\(\\) takes arrays on the GPU"):
+        kernel.prepare(q, kv, kv, q)
 
 
 def test_shapes_are_checked_before_any_gpu_work(bundle):
@@ -171,6 +174,8 @@ def test_no_driver_is_a_clear_error(bundle):
     with pytest.raises(RuntimeError, match="no CUDA driver"):
         kernel(q, kv, kv, np.zeros_like(q))
     with pytest.raises(RuntimeError, match="no CUDA driver"):
+        kernel.prepare(*(FakeTensor(a.shape) for a in (q, kv, kv, q)))
+    with pytest.raises(RuntimeError, match="no CUDA driver"):
         attn.chip()
 
 
@@ -210,10 +215,17 @@ def test_torch_tensors_in_place(bundle):
     k = torch.rand(2, 2, 300, 64, device="cuda", dtype=torch.float16) - 0.5
     v = torch.rand(2, 2, 300, 64, device="cuda", dtype=torch.float16) - 0.5
     out = torch.full_like(q, float("nan"))
-    attn.Kernel(bundle)(q, k, v, out)
+    kernel = attn.Kernel(bundle)
+    kernel(q, k, v, out)
     want = torch.nn.functional.scaled_dot_product_attention(
         q.double(), k.double().repeat_interleave(4, 1),
         v.double().repeat_interleave(4, 1), is_causal=True)
+    assert ((out.double() - want).norm() / want.norm()).item() < 2e-3
+    # A prepared launch queues the same kernels again without waiting.
+    run = kernel.prepare(q, k, v, out)
+    out.fill_(float("nan"))
+    run()
+    torch.cuda.synchronize()
     assert ((out.double() - want).norm() / want.norm()).item() < 2e-3
 
 

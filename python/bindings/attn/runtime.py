@@ -100,6 +100,20 @@ class Kernel:
             if a.flags["WRITEABLE"]:
                 a[...] = np.frombuffer(data, dtype=a.dtype).reshape(a.shape)
 
+    def prepare(self, *arrays):
+        """The launches for these GPU arrays, checked and evaluated once:
+        calling the result queues them again without checks and without
+        waiting for them (for timing; the arrays must stay alive)."""
+        if len(arrays) != len(self.arg_types):
+            raise TypeError(f"attn: @{self.function} takes "
+                            f"{len(self.arg_types)} arrays, got {len(arrays)}")
+        views = [self._view(i, a) for i, a in enumerate(arrays)]
+        if not all(v[2] for v in views):
+            raise ValueError("attn: prepare() takes arrays on the GPU")
+        self._check_shapes([v[1] for v in views])
+        return self._bundle.prepare(self.function,
+                                    [(v[0], v[1]) for v in views]).launch
+
     def _check_shapes(self, shapes):
         """ValueError when the shapes break the bundle's shape contract."""
         message = self._bundle.check_arguments(self.function, shapes)
@@ -163,6 +177,17 @@ class Kernel:
             if want >= 0 and want != got:
                 raise ValueError(f"{where}: dim {d} must be {want}, got {got}")
         return address, shape, on_gpu
+
+
+def workspace_words():
+    """The runtime's workspace (see attn.workspace) as a numpy int32 array:
+    kernels must leave it zeroed. Empty before a kernel needed one."""
+    import numpy as np
+    address, size = _runtime.workspace()
+    if not address:
+        return np.zeros(0, np.int32)
+    _runtime.synchronize()
+    return np.frombuffer(_runtime.copy_to_host(address, size), np.int32)
 
 
 def alibi_slopes(num_heads):
