@@ -6,15 +6,13 @@ Prints a table last and writes every row as JSON to $OUT/bench-peers.json.
 
   python3 bench/bench_peers.py gpu-bundles/bench-bf16-d128-causal-bundle.json ...
 
-Each bundle name says its dtype, D and whether it is causal
-(bench-<dtype>-d<D>-<causal|full>-bundle.json, from
-scripts/gpu/make-bundles.sh).
+The bundles come from scripts/gpu/make-bundles.sh; what each computes
+(dtype, D, causal, its mask) is read from it (attn.Kernel).
 """
 
 import json
 import math
 import os
-import re
 import sys
 import time
 
@@ -24,14 +22,28 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from triton.testing import do_bench
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gpu_check import Driver, evaluate, kernel_params, median_ms  # noqa: E402
+from gpu_check import attn, median_ms  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+# The bundle's mask_mod by name -> the mask this benchmark gives Flex.
+MASKS = {None: None, "sliding-window:1024": "window1024",
+         "document": "document512"}
+
+
+def describe(kernel):
+    """(dtype name, D, mask kind) of a benchmark bundle, as it records
+    them."""
+    shape, name = kernel.arg_types[0]
+    computes = kernel.computes[0]
+    mask = (computes["mask_mod"] or {}).get("name")
+    if mask not in MASKS:
+        sys.exit(f"bench_peers: no FlexAttention mask for mask_mod {mask}")
+    kind = MASKS[mask] or ("causal" if computes["causal"] else "full")
+    return name, shape[3], kind
 
 
 def main():
     out_dir = os.environ.get("OUT", "/tmp")
-    drv = Driver()
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
     import torch._dynamo
     torch._dynamo.config.cache_size_limit = 1000
@@ -39,15 +51,9 @@ def main():
     flex = torch.compile(flex_attention, dynamic=False)
     rows = []
     for path in sys.argv[1:]:
-        m = re.search(r"bench-(f16|bf16)-d(\d+)-(causal|full|window1024|document512)-bundle", path)
-        dtype, d, kind = DTYPES[m.group(1)], int(m.group(2)), m.group(3)
-        causal = kind == "causal"
-        bundle = json.load(open(path))
-        directory = os.path.dirname(path)
-        binary = bundle["binaries"][0]
-        module = drv.load(open(os.path.join(directory, binary["file"]), "rb").read() + b"\0")
-        launch = bundle["functions"][0]["launches"][0]
-        fn = drv.function(module, launch["kernel"])
+        kernel = attn.Kernel(path)
+        name, d, kind = describe(kernel)
+        dtype, causal = DTYPES[name], kind == "causal"
         lengths = ((512, 1024, 2048, 4096, 8192, 16384)
                    if kind in ("causal", "full") else (2048, 8192))
         for n in lengths:
@@ -59,10 +65,7 @@ def main():
             docs = torch.arange(n, device="cuda", dtype=torch.int32) // 512
             if kind == "document512":
                 args.append(docs)  # the captured document ids
-            grid = [evaluate(x, args) for x in launch["grid"]]
-            block = [evaluate(x, args) for x in launch["block"]]
-            shared = evaluate(launch.get("shared_memory_bytes", "0"), args)
-            params = kernel_params(launch["operands"], args)
+            run_attn = kernel.prepare(*args)
             # Masks as attn-run builds them (and as FlexAttention gets them):
             # causal; causal within 1024 keys; causal within 512-token documents.
             if kind == "causal":
@@ -79,11 +82,10 @@ def main():
                 idx = torch.arange(n, device="cuda")
                 density = mask_mod(0, 0, idx[:, None], idx[None, :]).float().mean().item()
             flops = 4.0 * b * h * n * n * d * density  # useful FLOPs
-            row = {"dtype": m.group(1), "D": d, "mask": kind, "causal": causal,
+            row = {"dtype": name, "D": d, "mask": kind, "causal": causal,
                    "density": density, "B": b, "H": h, "N": n}
             # Our runs take up to seconds: 1 warm-up, median of 2.
-            row["attn_ms"] = median_ms(lambda: drv.launch(fn, grid, block, params, shared),
-                                       repeats=2)
+            row["attn_ms"] = median_ms(run_attn, repeats=2)
             backends = ((("flash", SDPBackend.FLASH_ATTENTION),
                          ("cudnn", SDPBackend.CUDNN_ATTENTION))
                         if kind in ("causal", "full") else ())

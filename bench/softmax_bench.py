@@ -17,12 +17,11 @@ import json
 import os
 import sys
 
+import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gpu_check import (Driver, load_softmax, reserve_workspace,  # noqa: E402
-                       softmax_error, softmax_launch, softmax_reference,
-                       workspace_is_zero)
+from gpu_check import attn, softmax_error, softmax_reference  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
 
 
@@ -30,19 +29,34 @@ def median_ms(fn):
     """triton's do_bench, the same for attn and every peer: CUDA events
     around each call, L2 flushed before each (so the cache is not measured,
     and the GPU is busy while the next launch is queued: a launch through
-    ctypes is slower than PyTorch's), median after warm-up."""
+    Python is slower than PyTorch's), median after warm-up."""
     return do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 directory = sys.argv[1]
 variants = [""] + sys.argv[2:]
-drv = Driver()
-kernels = {(variant, name): load_softmax(drv, directory, variant, name)
+
+
+def load(variant, name):
+    """The bundle softmax[-VARIANT]-NAME in `directory`
+    (scripts/gpu/make-bundles.sh)."""
+    prefix = f"softmax-{variant}-{name}" if variant else f"softmax-{name}"
+    return attn.Kernel(os.path.join(directory, f"{prefix}-bundle.json"))
+
+
+kernels = {(variant, name): load(variant, name)
            for variant in variants for name in DTYPES}
 
 
 def run(variant, name, x, y):
-    return softmax_launch(drv, kernels[variant, name], x, y)[0]
+    """A call that queues the kernel on x -> y (the runtime's launch,
+    evaluated once)."""
+    return kernels[variant, name].prepare(x, y)
+
+
+def workspace_dirty_words():
+    """Non-zero words of the runtime's workspace: kernels leave it zeroed."""
+    return int(np.count_nonzero(attn.runtime.workspace_words()))
 
 
 def view(rows, n, dtype, offset):
@@ -87,7 +101,9 @@ def check(variant):
             y.fill_(float("nan"))
             try:
                 run(variant, name, x, y)()
-            except ZeroDivisionError:  # in a launch expression
+            except RuntimeError as e:  # a launch expression's error
+                if "division by zero" not in str(e):
+                    raise
                 cases += 1
                 failures += 1
                 print(f"FAIL softmax{variant and ' ' + variant} {name} "
@@ -134,8 +150,7 @@ def check(variant):
             which = r % 2
             x.copy_(inputs[which])
             y.fill_(float("nan"))
-            words = reserve_workspace(0).view(torch.int32)
-            dirty = words.count_nonzero().item()
+            dirty = workspace_dirty_words()
             go()
             torch.cuda.synchronize()
             cases += 1
@@ -165,7 +180,7 @@ def check(variant):
                       f"words non-zero before: {dirty}; x at "
                       f"{x.data_ptr() % 4096}, y at {y.data_ptr() % 4096} "
                       f"(mod 4096)")
-    zeroed = workspace_is_zero()
+    zeroed = workspace_dirty_words() == 0
     if not zeroed:
         failures += 1
         print("FAIL the kernels left the workspace non-zero")

@@ -1,9 +1,13 @@
 //===- Bundle.h - kernel bundles of attn-write-kernel-bundle ----*- C++ -*-===//
 //
-// A bundle is PTX or cubin files plus bundle.json, which says, per host
-// function, how to launch its kernels: grid, block and kernel operands as
-// expressions over the function's arguments. This reads it and evaluates
-// the expressions for concrete arguments; it needs neither MLIR nor CUDA.
+// A bundle is PTX or cubin files plus bundle.json (docs/Bundles.md), which
+// says, per host function, what its arguments are (names, element types,
+// shapes), what it computes, and how to launch its kernels: grid, block,
+// shared memory, workspace and kernel operands as expression trees over the
+// arguments' sizes. This is the one reader of that format: it validates a
+// bundle when loading it, so that a bundle that loads can be launched, and
+// evaluates its expressions for concrete arguments. It needs neither MLIR
+// nor CUDA.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,56 +17,79 @@
 #include "AttnRuntime/ShapeCheck.h"
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
 namespace attn_runtime {
 
+struct ArgumentType;
+struct JsonValue;
+
+/// The "format" and "version" members every bundle.json starts with; the
+/// reader refuses any other version.
+constexpr const char *kBundleFormat = "attn-kernel-bundle";
+constexpr int kBundleVersion = 2;
+
 // Limits on what a bundle may hold, so that a malformed or hostile bundle is
 // an error instead of a crash or an exhausted machine (generated bundles stay
-// far below them).
+// far below them). The JSON reader bounds the number of values, and so the
+// number of expression nodes.
 
 /// bundle.json itself.
 constexpr int64_t kMaxBundleJsonBytes = int64_t(16) << 20;
 /// Each PTX or cubin file.
 constexpr int64_t kMaxBinaryBytes = int64_t(256) << 20;
-/// The text of one launch expression.
-constexpr size_t kMaxExprBytes = size_t(64) << 10;
-/// The nesting of a launch expression: calls, affine operands, and the
-/// parentheses and unary minus signs inside an affine map's expression
-/// (parsing and evaluation recurse once per level).
+/// The nesting of a launch expression (reading and evaluation recurse once
+/// per level).
 constexpr int kMaxExprDepth = 64;
-/// The terms (integers, arguments, calls...) of all launch expressions of a
-/// bundle together: each takes about 150 bytes.
-constexpr int64_t kMaxBundleExprTerms = int64_t(1) << 20;
 
-/// A launch expression: an integer, an f32 constant, a function argument
-/// (%argN), dim(E, k), add/sub/mul/div/ceildiv/min/max(E, E), an affine map
-/// over symbols applied to expressions, the GPU's SM count (sm_count) or
-/// the runtime's workspace (workspace, a memref<?xi32> operand).
+/// The element types a bundle's arguments may have ("f16", "bf16", "f32",
+/// "f64", "i1", "i8", "i16", "i32", "i64", "index"): their bytes, or 0 for
+/// a name that is not one of them.
+int64_t dtypeBytes(const std::string &dtype);
+
+/// An integer launch expression over a function's argument sizes: a
+/// constant, a dim of an argument, the GPU's SM count, a binary operation
+/// (arithmetic, or a comparison that is 1 or 0) or a select. Division is
+/// integer division rounding toward zero (div), up (ceildiv) or down
+/// (floordiv); mod is non-negative.
 struct Expr {
-  enum class Kind {
-    Int,
-    F32,
-    Arg,
-    Dim,
-    Binary,
-    Affine,
-    SmCount,
-    Workspace
-  } kind = Kind::Int;
-  int64_t value = 0;  // Int; Arg: the argument number; Dim: the dim
-  float f32 = 0;      // F32
-  std::string op;     // Binary: add, sub, mul, div, ceildiv, min, max
-  std::string affine; // Affine: the map's result expression
-  std::vector<std::string> symbols; // Affine: s0, s1, ...
+  enum class Kind { Const, Dim, SmCount, Binary, Select } kind = Kind::Const;
+  enum class Op {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    CeilDiv,
+    FloorDiv,
+    Mod,
+    Min,
+    Max,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne
+  } op = Op::Add;
+  int64_t value = 0; // Const; Dim: the dim
+  int64_t arg = 0;   // Dim: the argument's number
+  /// Binary: lhs, rhs; Select: cond, then, else.
   std::vector<Expr> operands;
 
-  /// Parses the text form the bundle writer prints; fails with `error` on
-  /// anything else, on text longer than kMaxExprBytes and on nesting deeper
-  /// than kMaxExprDepth.
-  static bool parse(const std::string &text, Expr &expr, std::string &error);
+  /// The spelling of `op` in bundle.json ("add", "ceildiv", "lt", ...).
+  static const char *opName(Op op);
+  /// Reads `json`, an expression of a function with arguments `args`;
+  /// false with `error` (a phrase to follow where the expression is, e.g.
+  /// "names argument 'kk', which the function does not have") for an unknown
+  /// op, a missing or malformed member, an argument `args` does not have, a
+  /// dim past its rank, or nesting deeper than kMaxExprDepth.
+  static bool fromJson(const JsonValue &json,
+                       const std::vector<ArgumentType> &args, Expr &expr,
+                       std::string &error);
+  /// The expression as text, e.g. "ceildiv(dim(q, 2), 64)"; arguments by
+  /// name when `args` are given, else by number.
+  std::string str(const std::vector<ArgumentType> *args = nullptr) const;
 };
 
 /// A host argument: a dense row-major buffer (its device address) and its
@@ -89,50 +116,96 @@ struct Environment {
   int64_t workspaceBytes = 0;
 };
 
-/// Integer value of `expr` for `args`; false with `error` if it is not an
-/// integer, refers to something missing (sm_count without `environment`),
-/// divides by zero or overflows int64 (the error names the operation).
+/// Value of `expr` for `args`; false with `error` if it refers to something
+/// missing (sm_count without `environment`, a dim the argument does not
+/// have), divides by zero or overflows int64 (the error names the
+/// operation). A select evaluates its condition and then only the branch
+/// it takes.
 bool evaluateIndex(const Expr &expr, const std::vector<Argument> &args,
                    int64_t &value, std::string &error,
                    const Environment *environment = nullptr);
 
+/// A kernel operand: what each parameter group of the kernel is.
+struct Operand {
+  enum class Kind {
+    /// An argument's buffer, as an MLIR memref descriptor (allocated
+    /// pointer, aligned pointer, offset, sizes, strides).
+    Buffer,
+    /// The runtime's workspace, a memref<?xi32> descriptor.
+    Workspace,
+    /// An integer (`value`), passed as 64 bits.
+    Int,
+    /// An f32 constant.
+    F32
+  } kind = Kind::Int;
+  int64_t arg = 0; // Buffer: the argument's number
+  float f32 = 0;   // F32
+  Expr value;      // Int
+};
+
 struct Launch {
   std::string module, kernel;
   Expr grid[3], block[3];
-  /// Dynamic shared memory bytes per block ("shared_memory_bytes"; 0 when a
-  /// bundle leaves it out).
+  /// Dynamic shared memory bytes per block.
   Expr sharedMemoryBytes;
-  /// Bytes of the workspace the launch needs ("workspace_bytes"; 0 when a
-  /// bundle leaves it out).
+  /// Bytes of the workspace the launch needs.
   Expr workspaceBytes;
-  std::vector<Expr> operands;
+  std::vector<Operand> operands;
 
-  /// The kernel parameters for `args`: memrefs expand to MLIR descriptors
-  /// (allocated pointer, aligned pointer, offset, sizes, strides).
+  /// The kernel parameters for `args`: buffers expand to MLIR descriptors.
   bool params(const std::vector<Argument> &args, std::vector<Param> &out,
               std::string &error,
               const Environment *environment = nullptr) const;
 };
 
-/// The sizes (-1 for ?) and element type ("f16", "i32", "index", ...) of a
-/// memref type as the bundle writer prints it, e.g. memref<?x8x?x64xf16>;
-/// false with `error` for any other type (a tensor, a layout or memory
-/// space, an element type the runtime does not know).
-bool parseMemRefType(const std::string &type, std::vector<int64_t> &dims,
-                     std::string &elementType, int64_t &elementBytes,
-                     std::string &error);
+/// A function argument: a dense row-major buffer.
+struct ArgumentType {
+  /// Unique within the function: "q", "out", "argument 5"...
+  std::string name;
+  /// The element type ("f16", "i32", ...; see dtypeBytes) and its bytes.
+  std::string dtype;
+  int64_t elementBytes = 0;
+  /// Static sizes, -1 for dynamic ones.
+  std::vector<int64_t> shape;
+
+  /// The type as MLIR spells it, for messages: "memref<?x8x?x64xf16>".
+  std::string str() const;
+};
+
+/// What a function computes: the attn op it was compiled from, as the
+/// compiler recorded it before lowering (attn.computes).
+struct Computation {
+  /// "attention" or "softmax".
+  std::string op;
+  /// The element type of the inputs (attention: q, k and v).
+  std::string dtype;
+  /// Attention only from here on.
+  int64_t headDim = 0, valueHeadDim = 0;
+  float scale = 0;
+  bool causal = false, logsumexp = false, blockMask = false;
+  /// A mask_mod or score_mod region: its built-in name (attn-run's
+  /// --mask/--score-mod and Python's mask=/score_mod=, e.g.
+  /// "sliding-window:32"; empty when the region was written by hand) and a
+  /// digest of its IR.
+  struct Region {
+    bool present = false;
+    std::string name, digest;
+  } maskMod, scoreMod;
+};
 
 struct Function {
   std::string name;
-  std::vector<std::string> argTypes; // MLIR types, e.g. memref<?x8x?x64xf16>
-  /// Each argument's element type ("f16") and its bytes, from argTypes.
-  std::vector<std::string> argElementTypes;
-  std::vector<int64_t> argElementBytes;
-  /// What the argument shapes must satisfy: argDims from argTypes, names and
-  /// constraints from the bundle's "shape_contract" (none without it).
+  std::vector<ArgumentType> args;
+  /// What the argument shapes must satisfy: names and static sizes from
+  /// `args`, constraints from the bundle's "shape_contract" (none without
+  /// it).
   ShapeContract contract;
+  /// One per attn op of the function (none when the bundle does not say).
+  std::vector<Computation> computes;
   std::vector<Launch> launches;
 
+  /// The number of the argument called `name`, or -1.
+  int64_t argIndex(const std::string &name) const;
   /// Checks the shapes of the arguments (one per argument) against the
   /// contract; an empty string when they agree, else a message naming the
   /// function, both arguments and both sizes. Call it before every launch:
@@ -153,7 +226,9 @@ struct Bundle {
   /// Reads `<dir>/<prefix>bundle.json` and the files it names. Errors name
   /// the file and what is wrong with it (missing, truncated, malformed, too
   /// large, not a regular file, a binary's "file" that is not a plain name
-  /// in the bundle's directory).
+  /// in the bundle's directory, another format or version, and anything
+  /// that names what does not exist: an argument, a dim, a binary, an op or
+  /// an element type).
   static bool load(const std::string &jsonPath, Bundle &bundle,
                    std::string &error);
   /// The same for the text of a bundle.json whose binaries lie in

@@ -42,6 +42,10 @@ public:
   std::string chip() const { return chip_; }
   /// The current device's streaming multiprocessors.
   int64_t smCount() const { return smCount_; }
+  /// The workspace's address (0 before the first launch that needs one) and
+  /// bytes; it moves when it grows.
+  uint64_t workspace() const { return workspace_; }
+  int64_t workspaceBytes() const { return workspaceBytes_; }
 
   /// Loads a PTX or cubin image; a PTX that the driver cannot JIT (for
   /// instance, built for a newer architecture) fails with the JIT log.

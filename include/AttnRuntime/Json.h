@@ -27,17 +27,25 @@ struct JsonValue {
   } kind = Kind::Null;
   bool boolean = false;
   double number = 0;
+  /// String: its text; Number: the number as written, so that integers
+  /// beyond 2^53 keep their digits.
   std::string string;
   std::vector<JsonValue> array;
   std::map<std::string, JsonValue> object;
 
   /// The member `key` of an object, or nullptr.
   const JsonValue *get(const std::string &key) const;
+  /// The member `key` when it is a string, or nullptr.
+  const std::string *getString(const std::string &key) const;
+  /// Whether this is a number written as an integer (no fraction or
+  /// exponent) that fits in int64; sets `out` to it.
+  bool integer(int64_t &out) const;
 };
 
 /// Arrays and objects nest at most this deep: the reader recurses once per
-/// level, and bundles nest four or five levels.
-constexpr int kMaxJsonDepth = 64;
+/// level, and bundles nest seven levels around their launch expressions,
+/// which nest up to kMaxExprDepth (Bundle.h) objects deep.
+constexpr int kMaxJsonDepth = 128;
 /// A document holds at most this many values: each takes about 150 bytes,
 /// so a 16 MiB bundle of `[0,0,...]` would otherwise take gigabytes.
 constexpr int64_t kMaxJsonValues = 1 << 20;

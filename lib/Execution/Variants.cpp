@@ -1,6 +1,7 @@
 //===- Variants.cpp -------------------------------------------------------===//
 
 #include "AttnDialect/Execution/Variants.h"
+#include "AttnDialect/Transforms/Computes.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -71,8 +72,8 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
   std::string lseType = llvm::formatv("tensor<{0}x{1}x{2}xf32>", b, hq, m);
   // The scale is an f32 attribute: it must stay finite and non-zero there.
   float scale32 = static_cast<float>(spec.scale);
-  if (!std::isfinite(spec.scale) || spec.scale < 0 ||
-      !std::isfinite(scale32) || (spec.scale > 0 && scale32 == 0))
+  if (!std::isfinite(spec.scale) || spec.scale < 0 || !std::isfinite(scale32) ||
+      (spec.scale > 0 && scale32 == 0))
     return llvm::createStringError(
         "--scale must be a positive number that f32 holds (or 0 for "
         "1/sqrt(D))");
@@ -139,8 +140,7 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
   } else if (splitParam(scoreMod, "softcap", param)) {
     double cap;
     if (param.getAsDouble(cap) || !(cap > 0) ||
-        !std::isfinite(static_cast<float>(cap)) ||
-        static_cast<float>(cap) == 0)
+        !std::isfinite(static_cast<float>(cap)) || static_cast<float>(cap) == 0)
       return llvm::createStringError(
           "--score-mod=softcap:C needs a C > 0 that f32 holds");
     // Gemma 2's soft-capping: C * tanh(score / C).
@@ -207,6 +207,16 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
   if (spec.scale > 0)
     attrs += (attrs.empty() ? "" : ", ") +
              llvm::formatv("scale = {0:e8} : f32", spec.scale).str();
+  // The built-ins' names travel with the op into the kernel bundle
+  // (attn.computes), so that runners can tell which mask a kernel applies.
+  auto addName = [&](llvm::StringRef attr, llvm::StringRef name) {
+    attrs += (attrs.empty() ? "" : ", ") +
+             llvm::formatv("{0} = \"{1}\"", attr, name).str();
+  };
+  if (!maskBody.empty())
+    addName(kMaskModNameAttrName, mask);
+  if (!scoreBody.empty())
+    addName(kScoreModNameAttrName, scoreMod);
   if (!attrs.empty())
     attrs = " {" + attrs + "}";
 

@@ -3,6 +3,7 @@
 #include "AttnRuntime/Json.h"
 
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 
 using namespace attn_runtime;
@@ -10,6 +11,23 @@ using namespace attn_runtime;
 const JsonValue *JsonValue::get(const std::string &key) const {
   auto it = object.find(key);
   return kind == Kind::Object && it != object.end() ? &it->second : nullptr;
+}
+
+const std::string *JsonValue::getString(const std::string &key) const {
+  const JsonValue *member = get(key);
+  return member && member->kind == Kind::String ? &member->string : nullptr;
+}
+
+bool JsonValue::integer(int64_t &out) const {
+  if (kind != Kind::Number || string.empty() ||
+      string.find_first_of(".eE") != std::string::npos)
+    return false;
+  errno = 0;
+  long long value = std::strtoll(string.c_str(), nullptr, 10);
+  if (errno == ERANGE)
+    return false;
+  out = value;
+  return true;
 }
 
 namespace {
@@ -164,13 +182,37 @@ private:
     }
     if (literal("null"))
       return true;
-    const char *start = text.c_str() + pos;
-    char *end = nullptr;
-    value.number = std::strtod(start, &end);
-    if (end == start)
+    return parseNumber(value);
+  }
+
+  /// JSON's grammar only: strtod alone would take "inf", "nan" and hex.
+  bool parseNumber(JsonValue &value) {
+    size_t start = pos;
+    auto digits = [&] {
+      size_t from = pos;
+      while (pos < text.size() &&
+             std::isdigit(static_cast<unsigned char>(text[pos])))
+        ++pos;
+      return pos > from;
+    };
+    if (pos < text.size() && text[pos] == '-')
+      ++pos;
+    if (pos < text.size() && text[pos] == '0')
+      ++pos;
+    else if (!digits())
       return false;
+    if (pos < text.size() && text[pos] == '.' && (++pos, !digits()))
+      return false;
+    if (pos < text.size() && (text[pos] == 'e' || text[pos] == 'E')) {
+      ++pos;
+      if (pos < text.size() && (text[pos] == '+' || text[pos] == '-'))
+        ++pos;
+      if (!digits())
+        return false;
+    }
     value.kind = JsonValue::Kind::Number;
-    pos += end - start;
+    value.string = text.substr(start, pos - start);
+    value.number = std::strtod(value.string.c_str(), nullptr);
     return true;
   }
 

@@ -1,6 +1,7 @@
-//===- RecordShapeContract.cpp - attn.shape_contract on functions ---------===//
+//===- RecordShapeContract.cpp - attn.shape_contract, attn.computes -------===//
 
 #include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Transforms/Computes.h"
 #include "AttnDialect/Transforms/Passes.h"
 #include "AttnDialect/Transforms/ShapeContract.h"
 
@@ -33,6 +34,8 @@ struct RecordShapeContractPass
       func->setAttr(
           kShapeContractAttrName,
           shapeContractToAttr(&getContext(), computeShapeContract(func)));
+      if (ArrayAttr computes = computesAttr(func))
+        func->setAttr(kComputesAttrName, computes);
     }
   }
 };

@@ -2,9 +2,10 @@
 //
 // The runtime side of the Python package: needs only the runtime library
 // (no MLIR, no CUDA toolkit), so it builds on the GPU machine. Loads a kernel
-// bundle and launches a function's kernels on device buffers given by
-// address and shape; attn/runtime.py turns numpy arrays and GPU tensors
-// (__cuda_array_interface__, or PyTorch's data_ptr) into those.
+// bundle with the runtime's reader, says what it holds (arguments, what it
+// computes, launches) and launches a function's kernels on device buffers
+// given by address and shape; attn/runtime.py turns numpy arrays and GPU
+// tensors (__cuda_array_interface__, or PyTorch's data_ptr) into those.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,10 +16,12 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <map>
 #include <memory>
+#include <sstream>
 
 namespace nb = nanobind;
 using namespace attn_runtime;
@@ -42,6 +45,74 @@ CudaDriver &driver() {
   throw std::runtime_error("attn: " + error);
 }
 
+using Buffers = std::vector<std::pair<uint64_t, std::vector<int64_t>>>;
+
+std::string operandText(const Operand &operand,
+                        const std::vector<ArgumentType> &args) {
+  switch (operand.kind) {
+  case Operand::Kind::Buffer:
+    return "buffer(" + args[operand.arg].name + ")";
+  case Operand::Kind::Workspace:
+    return "workspace";
+  case Operand::Kind::F32: {
+    std::ostringstream text;
+    text << "f32(" << operand.f32 << ")";
+    return text.str();
+  }
+  case Operand::Kind::Int:
+    return operand.value.str(&args);
+  }
+  return "?";
+}
+
+nb::dict regionDict(const Computation::Region &region) {
+  nb::dict out;
+  out["name"] = region.name.empty() ? nb::object(nb::none())
+                                    : nb::object(nb::str(region.name.c_str()));
+  out["digest"] = region.digest;
+  return out;
+}
+
+/// A function's launches evaluated for one set of buffers: launching them
+/// again costs no checks and no evaluation (for timing). Python keeps its
+/// bundle alive while it lives.
+class PreparedCall {
+public:
+  PreparedCall(const Function &function, std::vector<void *> kernels,
+               std::vector<Argument> args)
+      : function(&function), kernels(std::move(kernels)),
+        args(std::move(args)) {
+    prepare();
+  }
+
+  /// Queues the launches on the default stream without waiting for them.
+  void launch() {
+    CudaDriver &cuda = driver();
+    // Another function's launch may have moved the workspace.
+    if (cuda.workspace() != workspace)
+      prepare();
+    std::string error;
+    nb::gil_scoped_release release;
+    for (const PreparedLaunch &p : prepared)
+      if (!cuda.launch(p, error))
+        raise(error);
+  }
+
+private:
+  void prepare() {
+    std::string error;
+    if (!driver().prepare(*function, kernels, args, prepared, error))
+      raise(error);
+    workspace = driver().workspace();
+  }
+
+  const Function *function;
+  std::vector<void *> kernels;
+  std::vector<Argument> args;
+  std::vector<PreparedLaunch> prepared;
+  uint64_t workspace = 0;
+};
+
 class LoadedBundle {
 public:
   explicit LoadedBundle(const std::string &path) {
@@ -57,14 +128,62 @@ public:
     return names;
   }
 
-  std::vector<std::string> argTypes(const std::string &name) const {
-    return function(name).argTypes;
+  /// (name, shape with -1 for dynamic sizes, dtype) of each argument.
+  std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>>
+  args(const std::string &name) const {
+    std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>> out;
+    for (const ArgumentType &arg : function(name).args)
+      out.emplace_back(arg.name, arg.shape, arg.dtype);
+    return out;
   }
 
-  /// The arguments' names from the bundle's shape contract ("q", "out",
-  /// ...; "" for one it does not name), or none without a contract.
-  std::vector<std::string> argNames(const std::string &name) const {
-    return function(name).contract.argNames;
+  /// What each attn op of the function computes, as dictionaries.
+  nb::list computes(const std::string &name) const {
+    nb::list out;
+    for (const Computation &c : function(name).computes) {
+      nb::dict d;
+      d["op"] = c.op;
+      d["dtype"] = c.dtype;
+      if (c.op == "attention") {
+        d["head_dim"] = c.headDim;
+        d["value_head_dim"] = c.valueHeadDim;
+        d["scale"] = c.scale;
+        d["causal"] = c.causal;
+        d["logsumexp"] = c.logsumexp;
+        d["block_mask"] = c.blockMask;
+        d["mask_mod"] = c.maskMod.present ? nb::object(regionDict(c.maskMod))
+                                          : nb::object(nb::none());
+        d["score_mod"] = c.scoreMod.present ? nb::object(regionDict(c.scoreMod))
+                                            : nb::object(nb::none());
+      }
+      out.append(d);
+    }
+    return out;
+  }
+
+  /// Each launch with its expressions as text ("ceildiv(dim(q, 2), 64)").
+  nb::list launches(const std::string &name) const {
+    const Function &f = function(name);
+    nb::list out;
+    for (const Launch &l : f.launches) {
+      nb::dict d;
+      d["module"] = l.module;
+      d["kernel"] = l.kernel;
+      std::vector<std::string> grid, block, operands;
+      for (int i = 0; i < 3; ++i) {
+        grid.push_back(l.grid[i].str(&f.args));
+        block.push_back(l.block[i].str(&f.args));
+      }
+      for (const Operand &operand : l.operands)
+        operands.push_back(operandText(operand, f.args));
+      d["grid"] = grid;
+      d["block"] = block;
+      d["shared_memory_bytes"] = l.sharedMemoryBytes.str(&f.args);
+      d["workspace_bytes"] = l.workspaceBytes.str(&f.args);
+      d["operands"] = operands;
+      out.append(d);
+    }
+    return out;
   }
 
   /// Why `shapes` (one per argument) do not fit @name's shape contract, or
@@ -77,14 +196,22 @@ public:
   /// Launches every kernel of @name, in order, on device buffers given as
   /// (address, shape) pairs, one per argument; waits for them. Shapes that
   /// break the function's contract raise ValueError before any GPU work.
-  void launch(
-      const std::string &name,
-      const std::vector<std::pair<uint64_t, std::vector<int64_t>>> &buffers) {
+  void launch(const std::string &name, const Buffers &buffers) {
+    PreparedCall call = prepare(name, buffers);
+    call.launch();
+    std::string error;
+    nb::gil_scoped_release release;
+    if (!driver().synchronize(error))
+      raise(error);
+  }
+
+  /// The launches of @name evaluated for `buffers`, checked as launch does.
+  PreparedCall prepare(const std::string &name, const Buffers &buffers) {
     const Function &f = function(name);
-    if (buffers.size() != f.argTypes.size())
+    if (buffers.size() != f.args.size())
       throw nb::type_error(("attn: @" + f.name + " takes " +
-                            std::to_string(f.argTypes.size()) +
-                            " buffers, got " + std::to_string(buffers.size()))
+                            std::to_string(f.args.size()) + " buffers, got " +
+                            std::to_string(buffers.size()))
                                .c_str());
     std::vector<Argument> args(buffers.size());
     std::vector<std::vector<int64_t>> shapes;
@@ -97,25 +224,17 @@ public:
     if (!error.empty())
       throw nb::value_error(("attn: " + error).c_str());
     CudaDriver &cuda = driver();
-    if (kernels.empty()) {
+    if (kernels.empty())
       for (const Function &fn : bundle.functions)
         for (const Launch &l : fn.launches)
           if (!cuda.loadKernel(bundle, l, kernels[&l], error))
             raise(error);
-    }
     std::vector<void *> fKernels;
     for (const Launch &l : f.launches)
       fKernels.push_back(kernels[&l]);
-    nb::gil_scoped_release release;
-    // prepare checks the shapes again: it is the runtime's one way in.
-    std::vector<PreparedLaunch> prepared;
-    if (!cuda.prepare(f, fKernels, args, prepared, error))
-      raise(error);
-    for (const PreparedLaunch &p : prepared)
-      if (!cuda.launch(p, error))
-        raise(error);
-    if (!cuda.synchronize(error))
-      raise(error);
+    // PreparedCall checks the shapes again: prepare is the runtime's one
+    // way in.
+    return PreparedCall(f, std::move(fKernels), std::move(args));
   }
 
 private:
@@ -165,14 +284,34 @@ NB_MODULE(_runtime, m) {
       raise(error);
     return nb::bytes(data.data(), data.size());
   });
+  m.def("synchronize", [] {
+    std::string error;
+    nb::gil_scoped_release release;
+    if (!driver().synchronize(error))
+      raise(error);
+  });
+  m.def(
+      "workspace",
+      [] {
+        return std::make_pair(driver().workspace(), driver().workspaceBytes());
+      },
+      "(address, bytes) of the zeroed workspace kernels share (0, 0 before "
+      "one needed it).");
+
+  nb::class_<PreparedCall>(m, "PreparedCall")
+      .def("launch", &PreparedCall::launch,
+           "Queues the launches without waiting for them.");
 
   nb::class_<LoadedBundle>(m, "Bundle")
       .def(nb::init<const std::string &>(), nb::arg("path"))
       .def_prop_ro("functions", &LoadedBundle::functions)
-      .def("arg_types", &LoadedBundle::argTypes, nb::arg("function") = "")
-      .def("arg_names", &LoadedBundle::argNames, nb::arg("function") = "")
+      .def("args", &LoadedBundle::args, nb::arg("function") = "")
+      .def("computes", &LoadedBundle::computes, nb::arg("function") = "")
+      .def("launches", &LoadedBundle::launches, nb::arg("function") = "")
       .def("check_arguments", &LoadedBundle::checkArguments,
            nb::arg("function"), nb::arg("shapes"))
       .def("launch", &LoadedBundle::launch, nb::arg("function"),
-           nb::arg("buffers"));
+           nb::arg("buffers"))
+      .def("prepare", &LoadedBundle::prepare, nb::arg("function"),
+           nb::arg("buffers"), nb::keep_alive<0, 1>());
 }

@@ -50,9 +50,52 @@ class FakeTensor:
         return True
 
 
-def test_bundle_errors():
+def test_bundle_errors(tmp_path):
     with pytest.raises(ValueError, match="cannot read"):
         attn.Kernel("/no/such/bundle.json")
+    # The runtime validates a bundle when loading it: an operand that names
+    # an argument the function does not have is refused by name.
+    (tmp_path / "k.ptx").write_text(".version 8.0\n")
+    bundle = {
+        "format": "attn-kernel-bundle", "version": 2,
+        "binaries": [{"name": "k", "file": "k.ptx", "format": "ptx",
+                      "target": ""}],
+        "functions": [{
+            "name": "f",
+            "args": [{"name": "q", "dtype": "f16", "shape": [None, 64]}],
+            "launches": [{
+                "module": "k", "kernel": "k",
+                "grid": [{"dim": {"arg": "q", "index": 0}}, {"const": 1},
+                         {"const": 1}],
+                "block": [{"const": 128}, {"const": 1}, {"const": 1}],
+                "operands": [{"kind": "buffer", "arg": "kk"}]}]}]}
+    (tmp_path / "bundle.json").write_text(json.dumps(bundle))
+    with pytest.raises(ValueError, match="kernel 'k' operand 0 names "
+                                         "argument 'kk', which the function "
+                                         "does not have"):
+        attn.Kernel(str(tmp_path / "bundle.json"))
+    bundle["version"] = 1
+    (tmp_path / "bundle.json").write_text(json.dumps(bundle))
+    with pytest.raises(ValueError, match="this runtime reads version 2"):
+        attn.Kernel(str(tmp_path / "bundle.json"))
+
+
+def test_what_the_bundle_says(bundle):
+    """Arguments, what the function computes and its launches come from the
+    runtime's reader."""
+    kernel = attn.Kernel(bundle)
+    assert [t[1] for t in kernel.arg_types] == ["f16"] * 4
+    assert kernel.arg_types[0][0][3] == 64
+    if not kernel.computes:
+        pytest.skip("the prebuilt bundle does not say what it computes")
+    (computes,) = kernel.computes
+    assert computes["op"] == "attention" and computes["causal"]
+    assert computes["dtype"] == "f16" and computes["head_dim"] == 64
+    assert computes["mask_mod"] is None and computes["score_mod"] is None
+    assert abs(computes["scale"] - 0.125) < 1e-7
+    launch = kernel.launches[0]
+    assert launch["operands"][:2] == ["buffer(q)", "buffer(k)"]
+    assert "dim(q, 2)" in launch["grid"][0]
 
 
 def test_argument_checks(bundle):
@@ -79,6 +122,9 @@ def test_argument_checks(bundle):
         kernel(FakeTensor((1, 8, 16, 64), "torch.bfloat16"), kv, kv, q)
     with pytest.raises(TypeError, match="expected a numpy array or a GPU tensor"):
         kernel([1], kv, kv, q)
+    # prepare() (launches evaluated once, for timing) takes GPU arrays only.
+    with pytest.raises(ValueError, match="prepare\\(\\) takes arrays on the GPU"):
+        kernel.prepare(q, kv, kv, q)
 
 
 def test_shapes_are_checked_before_any_gpu_work(bundle):
@@ -128,6 +174,8 @@ def test_no_driver_is_a_clear_error(bundle):
     with pytest.raises(RuntimeError, match="no CUDA driver"):
         kernel(q, kv, kv, np.zeros_like(q))
     with pytest.raises(RuntimeError, match="no CUDA driver"):
+        kernel.prepare(*(FakeTensor(a.shape) for a in (q, kv, kv, q)))
+    with pytest.raises(RuntimeError, match="no CUDA driver"):
         attn.chip()
 
 
@@ -167,10 +215,17 @@ def test_torch_tensors_in_place(bundle):
     k = torch.rand(2, 2, 300, 64, device="cuda", dtype=torch.float16) - 0.5
     v = torch.rand(2, 2, 300, 64, device="cuda", dtype=torch.float16) - 0.5
     out = torch.full_like(q, float("nan"))
-    attn.Kernel(bundle)(q, k, v, out)
+    kernel = attn.Kernel(bundle)
+    kernel(q, k, v, out)
     want = torch.nn.functional.scaled_dot_product_attention(
         q.double(), k.double().repeat_interleave(4, 1),
         v.double().repeat_interleave(4, 1), is_causal=True)
+    assert ((out.double() - want).norm() / want.norm()).item() < 2e-3
+    # A prepared launch queues the same kernels again without waiting.
+    run = kernel.prepare(q, k, v, out)
+    out.fill_(float("nan"))
+    run()
+    torch.cuda.synchronize()
     assert ((out.double() - want).norm() / want.norm()).item() < 2e-3
 
 
@@ -183,10 +238,12 @@ def softmax_bundle(tmp_path_factory):
 
 
 def test_softmax_bundle_takes_a_workspace(softmax_bundle):
-    with open(softmax_bundle) as f:
-        launch = json.load(f)["functions"][0]["launches"][0]
+    kernel = attn.Kernel(softmax_bundle)
+    launch = kernel.launches[0]
     assert "workspace" in launch["operands"]
     assert "sm_count" in launch["workspace_bytes"]
+    if kernel.computes:
+        assert kernel.computes == [{"op": "softmax", "dtype": "f32"}]
 
 
 @needs_gpu

@@ -2,7 +2,7 @@
 # Benchmark round on a GPU machine: attn's kernels next to SDPA (flash,
 # cuDNN) and FlexAttention on the benchmark shapes (docs/Benchmarking.md).
 # Needs gpu-bundles/ from scripts/gpu/make-bundles.sh, copied into the
-# checkout. Usage: scripts/gpu/bench.sh [f16|bf16 ...]
+# checkout, and the Python package scripts/gpu/round.sh builds. Usage: scripts/gpu/bench.sh [f16|bf16 ...]
 #   or scripts/gpu/bench.sh masks
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,4 +21,7 @@ if [ "$1" = masks ]; then
   bundles=(gpu-bundles/bench-bf16-d128-window1024-bundle.json
            gpu-bundles/bench-bf16-d128-document512-bundle.json)
 fi
+# attn.Kernel: the runtime-only Python package scripts/gpu/round.sh builds.
+[ -d build-runtime/python/attn ] || { echo "no build-runtime/python/attn: run scripts/gpu/round.sh first"; exit 1; }
+export PYTHONPATH=$PWD/build-runtime/python${PYTHONPATH:+:$PYTHONPATH}
 PYTHONUNBUFFERED=1 python3 bench/bench_peers.py "${bundles[@]}"

@@ -2,12 +2,13 @@
 # The GPU round, run on a machine with an NVIDIA GPU, its CUDA driver, a C++
 # compiler, CMake, Ninja, PyTorch and nvcc (for the float64 GPU reference
 # kernel; no MLIR needed), with gpu-bundles/ made on the build machine by
-# scripts/gpu/make-bundles.sh and copied into the checkout:
-#   1. builds the runtime there (no MLIR: -DATTN_RUNTIME_ONLY=ON) and runs
-#      its unit tests against the real driver;
+# scripts/gpu/make-bundles.sh and .whl/ (the nanobind wheel, see
+# scripts/gpu/python.sh) copied into the checkout:
+#   1. builds the runtime there (no MLIR: -DATTN_RUNTIME_ONLY=ON) with its
+#      Python package, and runs its unit tests against the real driver;
 #   2. checks every bundle on the size matrix against PyTorch (Python,
-#      bench/gpu_check.py), and one shape of each with attn-bundle-run (C++
-#      runtime, float64 reference, CUDA-event timing);
+#      bench/gpu_check.py through attn.Kernel), and one shape of each with
+#      attn-bundle-run (C++ runtime, float64 reference, CUDA-event timing);
 #   3. checks that an oversized problem and a cubin for another chip are
 #      refused with a clear error.
 # Logs under ${OUT:-/tmp}; exits non-zero if anything failed.
@@ -18,9 +19,15 @@ out=${OUT:-/tmp}
 status=0
 log() { tee -a "$out/gpu-round.log"; }
 
-cmake -S . -B build-runtime -G Ninja -DATTN_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release > "$out/runtime-build.log" 2>&1 &&
+# nanobind for the Python package (bench/gpu_check.py runs attn.Kernel).
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+python=$(python3 -c "import sys; print(sys.executable)")
+PYTHONPATH=/tmp/site cmake -S . -B build-runtime -G Ninja -DATTN_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
+  -DPython_EXECUTABLE="$python" > "$out/runtime-build.log" 2>&1 &&
   ninja -C build-runtime >> "$out/runtime-build.log" 2>&1 || { echo "runtime build failed"; tail -20 "$out/runtime-build.log"; exit 1; }
-(cd build-runtime && ctest --output-on-failure 2>&1 | tail -3) | log
+[ -d build-runtime/python/attn ] || { echo "no Python package built (nanobind?)"; grep "attn:" "$out/runtime-build.log"; exit 1; }
+export PYTHONPATH=$PWD/build-runtime/python:/tmp/site
+(cd build-runtime && ctest --output-on-failure -E python/ 2>&1 | tail -3) | log
 
 check() { python3 bench/gpu_check.py "$@" 2>&1 | log; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1; }
 check gpu-bundles/f16-d64-causal-bundle.json --dtype=f16 --causal --bench=4,16,1024

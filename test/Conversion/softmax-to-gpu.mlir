@@ -29,8 +29,8 @@
 // CHECK: arith.ceildivui %[[SPAN]], %c2048
 // CHECK: arith.divui %{{.*}}, %c513
 // CHECK: %[[SPLIT:.*]] = arith.minui %{{.*}}, %c1
-// CHECK: arith.muli %c256, %[[SPLIT]]
-// CHECK: %[[T:.*]] = arith.addi
+// CHECK: %[[SPLITTING:.*]] = arith.cmpi ne, %[[SPLIT]], %c0
+// CHECK: %[[T:.*]] = arith.select %[[SPLITTING]], %c256, %{{.*}} : index
 // Counts stay at least 1 (an empty row divides by none of them).
 // CHECK: %[[TILES:.*]] = arith.ceildivui %[[SPAN]], %c32768
 // CHECK: %[[FEW:.*]] = arith.maxui %[[TILES]], %[[ONE:.*]] : index
@@ -51,9 +51,8 @@
 // CHECK: attn.multiprocessor_count
 // CHECK: %[[ROOM:.*]] = arith.minui
 // CHECK: %[[DENSER:.*]] = arith.muli %[[BETTER]], %[[ROOM]]
-// CHECK: arith.muli %[[MORE]], %[[DENSER]]
-// CHECK: arith.muli %[[FEW]]
-// CHECK: %[[EVEN:.*]] = arith.addi
+// CHECK: %[[DENSE:.*]] = arith.cmpi ne, %[[DENSER]], %c0
+// CHECK: %[[EVEN:.*]] = arith.select %[[DENSE]], %[[MORE]], %[[FEW]] : index
 // CHECK: arith.muli %[[EVEN]], %c2048
 // CHECK: %[[USED:.*]] = arith.maxui %{{.*}}, %[[ONE]] : index
 // CHECK: %[[SMS:.*]] = attn.multiprocessor_count : index
@@ -220,7 +219,7 @@
 // OPTIONS: arith.ceildivui %{{.*}}, %c1024
 // OPTIONS: arith.divui %{{.*}}, %c257
 // OPTIONS: arith.minui %{{.*}}, %c1
-// OPTIONS: arith.muli %c128, %{{.*}}
+// OPTIONS: arith.select %{{.*}}, %c128, %{{.*}} : index
 // OPTIONS: arith.ceildivui %{{.*}}, %c8192
 
 // SM80-LABEL: func.func @softmax

@@ -7,9 +7,11 @@
 // Needs only the runtime (no MLIR): loads the bundle, fills Q, K, V with
 // fresh random values (output poisoned with NaN), launches the function's
 // kernels, checks the output against a float64 reference computed here
-// (plain attention; --causal; --window=W for the causal sliding window
-// attn-run builds), and times R more runs with CUDA events. The function's
-// arguments must be (q, k, v, out [, logsumexp]) as attn-run's variants.
+// (plain attention; causal; the causal sliding window attn-run builds), and
+// times R more runs with CUDA events. The function's arguments must be
+// (q, k, v, out [, logsumexp]) as attn-run's variants. The reference takes
+// causal, the window and the scale from what the bundle records it computes;
+// --causal and --window, when given, must agree with it.
 // Options, the bundle, the argument shapes (against the bundle's shape
 // contract), the launch sizes and the memory needed are all checked before
 // the driver opens; every error exits with status 2 and a message.
@@ -69,7 +71,9 @@ const char *kHelp =
     "  --q-len=M           query length (default 128)\n"
     "  --kv-len=N          key/value length (default 128)\n"
     "  --causal            the reference masks keys after the query\n"
-    "  --window=W          kv <= q and q - kv <= W (default 0: none)\n"
+    "  --window=W          kv <= q and q - kv <= W (0: none)\n"
+    "                      (both default to what the bundle computes; given,\n"
+    "                      they must agree with it)\n"
     "  --repeat=R          timed runs (default 10; 0: check only)\n"
     "  --rotate=K          copies of the inputs to time over (default: enough\n"
     "                      to defeat the L2 cache)\n"
@@ -88,6 +92,8 @@ struct Options {
   int repeat = 10, rotate = 0; // rotate 0: enough input sets to defeat L2
   std::string reference = "auto";
   bool causal = false, json = false;
+  /// Whether --causal or --window was given (else the bundle decides).
+  bool causalGiven = false, windowGiven = false;
 };
 
 /// `text` as an integer in [min, max] for option `--flag`; anything else
@@ -179,6 +185,7 @@ Options parseOptions(int argc, char **argv) {
       break;
     case Window:
       o.window = parseInteger("window", value, 0);
+      o.windowGiven = true;
       break;
     case Repeat:
       o.repeat = parseInteger("repeat", value, 0, INT_MAX);
@@ -192,7 +199,7 @@ Options parseOptions(int argc, char **argv) {
         fail("--reference must be auto, cpu or gpu, not '" + o.reference + "'");
       break;
     case Causal:
-      o.causal = true;
+      o.causal = o.causalGiven = true;
       break;
     case Json:
       o.json = true;
@@ -247,6 +254,50 @@ bool usesSmCount(const Expr &expr) {
   return std::any_of(expr.operands.begin(), expr.operands.end(), usesSmCount);
 }
 
+/// What the reference computes: causal and the window from what `function`
+/// records it computes (the options must agree), and its scale; without a
+/// record, the options and scale 0 (for 1/sqrt(D)).
+double chooseReference(const Function &function, Options &o) {
+  if (function.computes.empty())
+    return 0;
+  std::string at = "@" + function.name;
+  const Computation &c = function.computes.front();
+  if (function.computes.size() != 1 || c.op != "attention")
+    fail(at + " computes " +
+         (function.computes.size() == 1
+              ? c.op
+              : std::to_string(function.computes.size()) + " ops") +
+         "; attn-bundle-run checks one attention");
+  auto region = [](const Computation::Region &r) {
+    return r.name.empty() ? "one written by hand (digest " + r.digest + ")"
+                          : "'" + r.name + "'";
+  };
+  if (c.scoreMod.present)
+    fail(at + " has score_mod " + region(c.scoreMod) +
+         "; attn-bundle-run's reference has no score mods");
+  int64_t window = 0;
+  const std::string prefix = "sliding-window:";
+  if (c.maskMod.present) {
+    const std::string &name = c.maskMod.name;
+    char *end = nullptr;
+    if (name.compare(0, prefix.size(), prefix) == 0)
+      window = std::strtoll(name.c_str() + prefix.size(), &end, 10);
+    if (window <= 0 || !end || *end != '\0')
+      fail(at + " has mask_mod " + region(c.maskMod) +
+           "; attn-bundle-run's reference knows sliding-window:W only");
+  }
+  if (o.causalGiven && !c.causal)
+    fail("--causal does not agree with the bundle: " + at + " is not causal");
+  if (o.windowGiven && o.window != window)
+    fail("--window=" + std::to_string(o.window) +
+         " does not agree with the bundle: " + at +
+         (window ? " has mask_mod '" + c.maskMod.name + "'"
+                 : std::string(" has no sliding window")));
+  o.causal = c.causal;
+  o.window = window;
+  return c.scale;
+}
+
 /// The machine's memory, or INT64_MAX when it cannot tell.
 int64_t physicalMemory() {
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
@@ -271,14 +322,16 @@ int run(int argc, char **argv) {
           : bundle.function(o.function);
   if (!function)
     fail("the bundle has no function '" + o.function + "'");
-  size_t numArgs = function->argTypes.size();
+  size_t numArgs = function->args.size();
   if (numArgs != 4 && numArgs != 5)
     fail("@" + function->name +
          " must take (q, k, v, out [, logsumexp]) memrefs");
+  // The bundle's names, where the compiler knew the roles.
   std::vector<std::string> names = {"q", "k", "v", "out", "lse"};
   for (size_t i = 0; i < numArgs; ++i)
-    if (i < function->contract.argNames.size())
-      names[i] = function->contract.argName(i);
+    if (function->args[i].name.rfind("argument ", 0) != 0)
+      names[i] = function->args[i].name;
+  double scale = chooseReference(*function, o);
 
   // Host tensors with the requested sizes; static dims must agree. All of
   // this is checked before the driver opens, so that it fails the same way
@@ -292,20 +345,21 @@ int run(int argc, char **argv) {
   std::vector<ElementKind> kinds(numArgs);
   std::vector<int64_t> bytes(numArgs);
   for (size_t i = 0; i < numArgs; ++i) {
-    const std::vector<int64_t> &dims = function->contract.argDims[i];
+    const std::vector<int64_t> &dims = function->args[i].shape;
+    std::string type = function->args[i].str();
     if (dims.size() != shapes[i].size() ||
-        !elementKind(function->argElementTypes[i], kinds[i]))
-      fail("argument " + std::to_string(i) + " has type '" +
-           function->argTypes[i] + "', not an attention memref");
+        !elementKind(function->args[i].dtype, kinds[i]))
+      fail("argument " + std::to_string(i) + " has type '" + type +
+           "', not an attention memref");
     for (size_t d = 0; d < dims.size(); ++d) {
       if (d == 3 && i < 4) { // head dims are static
         if (dims[d] < 0)
-          fail("argument " + std::to_string(i) + " (" + function->argTypes[i] +
+          fail("argument " + std::to_string(i) + " (" + type +
                ") has a dynamic head dim; attn-bundle-run needs it static");
         shapes[i][d] = dims[d];
       }
       if (dims[d] >= 0 && dims[d] != shapes[i][d])
-        fail("argument " + std::to_string(i) + " (" + function->argTypes[i] +
+        fail("argument " + std::to_string(i) + " (" + type +
              ") has static dim " + std::to_string(d) + " = " +
              std::to_string(dims[d]) + ", not " + std::to_string(shapes[i][d]));
     }
@@ -333,11 +387,9 @@ int run(int argc, char **argv) {
                                          &launch.workspaceBytes};
       for (int d = 0; d < 3; ++d)
         sizes.insert(sizes.end(), {&launch.grid[d], &launch.block[d]});
-      for (const Expr &operand : launch.operands)
-        if (operand.kind != Expr::Kind::Arg &&
-            operand.kind != Expr::Kind::F32 &&
-            operand.kind != Expr::Kind::Workspace)
-          sizes.push_back(&operand);
+      for (const Operand &operand : launch.operands)
+        if (operand.kind == Operand::Kind::Int)
+          sizes.push_back(&operand.value);
       int64_t value;
       for (const Expr *size : sizes)
         if (!usesSmCount(*size) && !evaluateIndex(*size, dry, value, error))
@@ -434,7 +486,8 @@ int run(int argc, char **argv) {
   // large problems (or when asked) with the plain reference kernel on the
   // GPU.
   int64_t group = o.hq / o.hkv;
-  double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  if (scale == 0)
+    scale = 1.0 / std::sqrt(static_cast<double>(d));
   double work = static_cast<double>(o.batch) * o.hq * o.m * o.n * (d + dv);
   bool onGpu = o.reference == "gpu" ||
                (o.reference == "auto" && work > 1e9 && hasGpuReference());

@@ -11,7 +11,8 @@
 // them with one that emits index arithmetic, IntegerSizes evaluates them
 // for known sizes (unit tests, docs). Both run the same expressions. A
 // Sizes has a type `Value` and c(int64_t), add, sub, mul, div, ceilDiv,
-// min, max (unsigned, as arith's index ops) and multiprocessorCount().
+// min, max (unsigned, as arith's index ops), choose(flag, x, y) (x where
+// the 0/1 flag is 0, else y: a select) and multiprocessorCount().
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,6 +98,9 @@ struct IntegerSizes {
   }
   int64_t min(int64_t x, int64_t y) const { return x < y ? x : y; }
   int64_t max(int64_t x, int64_t y) const { return x < y ? y : x; }
+  int64_t choose(int64_t flag, int64_t x, int64_t y) const {
+    return flag != 0 ? y : x;
+  }
   int64_t multiprocessorCount() const { return sms; }
 };
 
@@ -169,12 +173,10 @@ splitTileCount(Sizes &a, const LaunchOptions &options, const KernelShape &shape,
   V better = a.min(a.div(gain, a.add(keep, one)), one);
   V sms = a.multiprocessorCount();
   V room = a.min(a.div(a.add(sms, one), a.add(more, one)), one);
-  V denserTiles = a.mul(better, room);
-  return a.add(a.mul(few, a.sub(one, denserTiles)), a.mul(more, denserTiles));
+  return a.choose(a.mul(better, room), few, more);
 }
 
-/// The launch for `rows` rows of `n` elements. Without a select in launch
-/// sizes, a choice between x and y on a 0/1 flag f is x * (1 - f) + y * f.
+/// The launch for `rows` rows of `n` elements.
 template <typename Sizes>
 LaunchPlan<typename Sizes::Value>
 planLaunch(Sizes &a, const LaunchOptions &options, const KernelShape &shape,
@@ -184,9 +186,6 @@ planLaunch(Sizes &a, const LaunchOptions &options, const KernelShape &shape,
   LaunchPlan<V> plan;
   V ragged = a.min(a.sub(n, a.mul(a.div(n, a.c(width)), a.c(width))), a.c(1));
   plan.span = a.add(n, a.mul(ragged, a.c(width - 1)));
-  auto choose = [&](V f, V x, V y) {
-    return a.add(a.mul(x, a.sub(a.c(1), f)), a.mul(y, f));
-  };
   // Threads: enough to hold a row, whole warps, at least 32; rows longer
   // than `threads` hold are split across blocks of split-threads with
   // split-vectors each (more blocks per SM hide the blocks' waits for each
@@ -195,7 +194,7 @@ planLaunch(Sizes &a, const LaunchOptions &options, const KernelShape &shape,
       a.mul(a.ceilDiv(plan.span, a.c(shape.vectors * width * 32)), a.c(32)),
       a.c(32));
   plan.split = a.min(a.div(plan.fit, a.c(options.threads + 1)), a.c(1));
-  plan.blockThreads = choose(plan.split, plan.fit, a.c(options.splitThreads));
+  plan.blockThreads = a.choose(plan.split, plan.fit, a.c(options.splitThreads));
   // Short rows use fewer vectors per thread than the 32 threads hold; a
   // split row's tiles are evened out, so that its blocks all copy about as
   // much and none waits long for a full one. Counts stay at least 1 (both
@@ -203,11 +202,11 @@ planLaunch(Sizes &a, const LaunchOptions &options, const KernelShape &shape,
   V one = a.c(1);
   plan.splitTiles = splitTileCount(a, options, shape, plan.span, one);
   plan.used = a.max(
-      choose(plan.split,
-             a.min(a.c(shape.vectors),
-                   a.ceilDiv(plan.span, a.mul(plan.fit, a.c(width)))),
-             a.ceilDiv(plan.span, a.mul(plan.splitTiles,
-                                        a.c(options.splitThreads * width)))),
+      a.choose(plan.split,
+               a.min(a.c(shape.vectors),
+                     a.ceilDiv(plan.span, a.mul(plan.fit, a.c(width)))),
+               a.ceilDiv(plan.span, a.mul(plan.splitTiles,
+                                          a.c(options.splitThreads * width)))),
       one);
   plan.tileElements = a.mul(a.mul(plan.blockThreads, plan.used), a.c(width));
   plan.tiles = a.ceilDiv(plan.span, plan.tileElements);

@@ -7,7 +7,8 @@ include "mlir/Pass/PassBase.td"
 
 def RecordShapeContract
     : Pass<"attn-record-shape-contract", "::mlir::ModuleOp"> {
-  let summary = "record which argument sizes each function's attn ops tie";
+  let summary = "record which argument sizes each function's attn ops tie, "
+                "and what they compute";
   let description = [{
     Attaches `attn.shape_contract` to every `func.func` whose arguments attn
     ops read or write directly: argument names by role (q, k, v, out, lse;
@@ -18,6 +19,14 @@ def RecordShapeContract
     argument is; the CPU runner and the kernel bundle's runtime check actual
     shapes against it before running anything, so mismatched buffers are an
     error naming both arguments, never an out-of-bounds access.
+
+    Also attaches `attn.computes`: one dictionary per attn op with what it
+    computes (`op`, `dtype`; for attention `head_dim`, `value_head_dim`,
+    `scale`, `causal`, `logsumexp`, `block_mask`, and for each `mask_mod` or
+    `score_mod` region the xxh3 digest of its IR and, when the op carries
+    `attn.mask_mod_name` or `attn.score_mod_name`, the built-in's name).
+    The kernel bundle copies it, so that a runner knows what a bundle
+    computes without being told.
   }];
 }
 

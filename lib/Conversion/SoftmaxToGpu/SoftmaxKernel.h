@@ -39,6 +39,14 @@ struct IndexBuilder {
   }
   Value min(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
   Value max(Value x, Value y) { return arith::MaxUIOp::create(b, loc, x, y); }
+  /// `x` when the 0/1 flag is 0, else `y`: a select, which the kernel
+  /// bundle keeps as one.
+  Value choose(Value flag, Value x, Value y) {
+    return arith::SelectOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flag, c(0)), y,
+        x);
+  }
   Value cmp(arith::CmpIPredicate p, Value x, Value y) {
     return arith::CmpIOp::create(b, loc, p, x, y);
   }

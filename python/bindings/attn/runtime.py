@@ -7,7 +7,6 @@ tensors: objects with __cuda_array_interface__, or PyTorch CUDA tensors
 """
 
 import numbers
-import re
 
 from . import _runtime
 
@@ -25,33 +24,34 @@ _TYPES = {
 }
 
 
-def _parse_memref(text):
-    m = re.fullmatch(r"memref<(.*)x([a-z0-9]+)>", text)
-    if not m or m.group(2) not in _TYPES:
-        raise ValueError(f"attn: unsupported argument type {text}")
-    dims = [-1 if d == "?" else int(d) for d in m.group(1).split("x")]
-    return dims, m.group(2)
-
-
 class Kernel:
     """A function of a kernel bundle (bundle.json written by
     attn-write-kernel-bundle), callable on arrays: kernel(q, k, v, out).
     Arrays whose sizes break the bundle's shape contract (out shorter than
     q, K and V of different lengths, short captured arrays...) raise
     ValueError before any GPU work; numpy inputs may be read-only, outputs
-    must be writable."""
+    must be writable.
+
+    What the bundle says, as the runtime read it:
+      arg_names  the arguments' names ("q", "out", "argument 5", ...)
+      arg_types  (shape, dtype) per argument, -1 for a dynamic size
+      computes   one dict per attn op: op, dtype, head dims, scale, causal,
+                 mask_mod and score_mod ({"name", "digest"} or None), ...
+      launches   one dict per kernel launch, its expressions as text
+    """
 
     def __init__(self, bundle, function=""):
         self._bundle = _runtime.Bundle(bundle)
         self.function = function or self._bundle.functions[0]
-        self.arg_types = [_parse_memref(t)
-                          for t in self._bundle.arg_types(self.function)]
-        # Names from the bundle's shape contract ("q", "out", ...), for
-        # messages; "argument N" for the others (and bundles without one).
-        names = list(self._bundle.arg_names(self.function))
-        self.arg_names = [names[i] if i < len(names) and names[i]
-                          else f"argument {i}"
-                          for i in range(len(self.arg_types))]
+        args = self._bundle.args(self.function)
+        self.arg_names = [name for name, _, _ in args]
+        self.arg_types = [(list(shape), dtype) for _, shape, dtype in args]
+        for i, (_, dtype) in enumerate(self.arg_types):
+            if dtype not in _TYPES:
+                raise ValueError(f"attn: {self._describe(i)} has {dtype} "
+                                 "elements, which attn.Kernel cannot pass")
+        self.computes = self._bundle.computes(self.function)
+        self.launches = self._bundle.launches(self.function)
 
     def __call__(self, *arrays):
         if len(arrays) != len(self.arg_types):
@@ -99,6 +99,20 @@ class Kernel:
         for data, a in zip(results, arrays):
             if a.flags["WRITEABLE"]:
                 a[...] = np.frombuffer(data, dtype=a.dtype).reshape(a.shape)
+
+    def prepare(self, *arrays):
+        """The launches for these GPU arrays, checked and evaluated once:
+        calling the result queues them again without checks and without
+        waiting for them (for timing; the arrays must stay alive)."""
+        if len(arrays) != len(self.arg_types):
+            raise TypeError(f"attn: @{self.function} takes "
+                            f"{len(self.arg_types)} arrays, got {len(arrays)}")
+        views = [self._view(i, a) for i, a in enumerate(arrays)]
+        if not all(v[2] for v in views):
+            raise ValueError("attn: prepare() takes arrays on the GPU")
+        self._check_shapes([v[1] for v in views])
+        return self._bundle.prepare(self.function,
+                                    [(v[0], v[1]) for v in views]).launch
 
     def _check_shapes(self, shapes):
         """ValueError when the shapes break the bundle's shape contract."""
@@ -163,6 +177,17 @@ class Kernel:
             if want >= 0 and want != got:
                 raise ValueError(f"{where}: dim {d} must be {want}, got {got}")
         return address, shape, on_gpu
+
+
+def workspace_words():
+    """The runtime's workspace (see attn.workspace) as a numpy int32 array:
+    kernels must leave it zeroed. Empty before a kernel needed one."""
+    import numpy as np
+    address, size = _runtime.workspace()
+    if not address:
+        return np.zeros(0, np.int32)
+    _runtime.synchronize()
+    return np.frombuffer(_runtime.copy_to_host(address, size), np.int32)
 
 
 def alibi_slopes(num_heads):

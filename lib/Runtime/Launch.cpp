@@ -1,0 +1,120 @@
+//===- Launch.cpp - kernel parameters and argument checks of a bundle -----===//
+
+#include "AttnRuntime/Bundle.h"
+
+using namespace attn_runtime;
+
+int64_t attn_runtime::dtypeBytes(const std::string &dtype) {
+  static const std::pair<const char *, int64_t> kDtypes[] = {
+      {"f16", 2}, {"bf16", 2}, {"f32", 4}, {"f64", 8}, {"i1", 1},
+      {"i8", 1},  {"i16", 2},  {"i32", 4}, {"i64", 8}, {"index", 8}};
+  for (const auto &[name, bytes] : kDtypes)
+    if (dtype == name)
+      return bytes;
+  return 0;
+}
+
+std::string ArgumentType::str() const {
+  std::string text = "memref<";
+  for (int64_t size : shape)
+    text += (size < 0 ? "?" : std::to_string(size)) + "x";
+  return text + dtype + ">";
+}
+
+bool Launch::params(const std::vector<Argument> &args, std::vector<Param> &out,
+                    std::string &error, const Environment *environment) const {
+  out.clear();
+  auto pushMemRef = [&](uint64_t address, const std::vector<int64_t> &shape) {
+    // A dense row-major memref: allocated and aligned pointer, offset 0,
+    // sizes, strides.
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (size_t d = shape.size(); d-- > 1;)
+      if (__builtin_mul_overflow(strides[d], shape[d], &strides[d - 1])) {
+        error = "a memref operand's strides overflow int64";
+        return false;
+      }
+    Param ptr;
+    ptr.kind = Param::Kind::Pointer;
+    ptr.pointer = address;
+    out.push_back(ptr);
+    out.push_back(ptr);
+    out.push_back(Param{});
+    for (int64_t size : shape) {
+      Param s;
+      s.i64 = size;
+      out.push_back(s);
+    }
+    for (int64_t stride : strides) {
+      Param s;
+      s.i64 = stride;
+      out.push_back(s);
+    }
+    return true;
+  };
+  for (const Operand &operand : operands) {
+    Param p;
+    switch (operand.kind) {
+    case Operand::Kind::Workspace:
+      if (!environment || !environment->workspace) {
+        error = "the kernel needs the runtime's workspace, which was not "
+                "allocated";
+        return false;
+      }
+      if (!pushMemRef(environment->workspace,
+                      {environment->workspaceBytes / 4}))
+        return false;
+      break;
+    case Operand::Kind::F32:
+      p.kind = Param::Kind::F32;
+      p.f32 = operand.f32;
+      out.push_back(p);
+      break;
+    case Operand::Kind::Int:
+      if (!evaluateIndex(operand.value, args, p.i64, error, environment))
+        return false;
+      out.push_back(p);
+      break;
+    case Operand::Kind::Buffer:
+      if (operand.arg < 0 ||
+          static_cast<uint64_t>(operand.arg) >= args.size()) {
+        error = "the kernel needs argument " + std::to_string(operand.arg) +
+                ", but only " + std::to_string(args.size()) + " were given";
+        return false;
+      }
+      if (!pushMemRef(args[operand.arg].address, args[operand.arg].shape))
+        return false;
+      break;
+    }
+  }
+  return true;
+}
+
+int64_t Function::argIndex(const std::string &name) const {
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].name == name)
+      return i;
+  return -1;
+}
+
+std::string Function::checkArguments(
+    const std::vector<std::vector<int64_t>> &shapes) const {
+  std::vector<int64_t> elementBytes;
+  for (const ArgumentType &arg : args)
+    elementBytes.push_back(arg.elementBytes);
+  std::string message = contract.check(shapes, elementBytes);
+  return message.empty() ? message : "@" + name + ": " + message;
+}
+
+const Function *Bundle::function(const std::string &name) const {
+  for (const Function &f : functions)
+    if (f.name == name)
+      return &f;
+  return nullptr;
+}
+
+const Binary *Bundle::binary(const std::string &name) const {
+  for (const Binary &b : binaries)
+    if (b.name == name)
+      return &b;
+  return nullptr;
+}

@@ -1,0 +1,95 @@
+//===- Computes.cpp - what a compiled function computes -------------------===//
+
+#include "AttnDialect/Transforms/Computes.h"
+#include "AttnDialect/IR/AttnOps.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/xxhash.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+std::string typeName(Type type) {
+  std::string text;
+  llvm::raw_string_ostream(text) << type;
+  return text;
+}
+
+/// {name, digest} of a mask_mod or score_mod region: the digest (xxh3, in
+/// hex) of its printed ops tells regions apart when they have no name.
+DictionaryAttr regionRecord(AttentionOp op, Region &region,
+                            StringRef nameAttr) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (Type type : region.front().getArgumentTypes())
+    os << type << ";";
+  AsmState state(op);
+  for (Operation &inner : region.front()) {
+    inner.print(os, state);
+    os << "\n";
+  }
+  Builder b(op.getContext());
+  std::string digest =
+      llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true, 16);
+  SmallVector<NamedAttribute> fields = {
+      b.getNamedAttr("digest", b.getStringAttr(digest))};
+  if (auto name = op->getAttrOfType<StringAttr>(nameAttr))
+    fields.push_back(b.getNamedAttr("name", name));
+  return b.getDictionaryAttr(fields);
+}
+
+DictionaryAttr record(AttentionOp op) {
+  Builder b(op.getContext());
+  SmallVector<NamedAttribute> fields = {
+      b.getNamedAttr("op", b.getStringAttr("attention")),
+      b.getNamedAttr("dtype", b.getStringAttr(typeName(
+                                  op.getQueryType().getElementType()))),
+      b.getNamedAttr("head_dim", b.getI64IntegerAttr(op.getHeadDim())),
+      b.getNamedAttr("value_head_dim",
+                     b.getI64IntegerAttr(op.getValueHeadDim())),
+      b.getNamedAttr("scale", b.getF32FloatAttr(op.getScaleValue())),
+      b.getNamedAttr("causal", b.getBoolAttr(op.getCausal())),
+      b.getNamedAttr("logsumexp",
+                     b.getBoolAttr(static_cast<bool>(op.getLogsumexpInit()))),
+      b.getNamedAttr("block_mask",
+                     b.getBoolAttr(static_cast<bool>(op.getBlockMask())))};
+  if (!op.getMaskMod().empty())
+    fields.push_back(b.getNamedAttr(
+        "mask_mod", regionRecord(op, op.getMaskMod(), kMaskModNameAttrName)));
+  if (!op.getScoreMod().empty())
+    fields.push_back(
+        b.getNamedAttr("score_mod", regionRecord(op, op.getScoreMod(),
+                                                 kScoreModNameAttrName)));
+  return b.getDictionaryAttr(fields);
+}
+
+DictionaryAttr record(SoftmaxOp op) {
+  Builder b(op.getContext());
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("op", b.getStringAttr("softmax")),
+       b.getNamedAttr(
+           "dtype", b.getStringAttr(
+                        typeName(op.getInput().getType().getElementType())))});
+}
+
+} // namespace
+
+ArrayAttr mlir::attn::computesAttr(func::FuncOp func) {
+  SmallVector<Attribute> records;
+  func.walk([&](Operation *op) {
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      // A tile of a larger problem says nothing about the function's.
+      if (attention.getOffsets().empty())
+        records.push_back(record(attention));
+    } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+      records.push_back(record(softmax));
+    }
+  });
+  if (records.empty())
+    return nullptr;
+  return ArrayAttr::get(func.getContext(), records);
+}
