@@ -29,12 +29,14 @@ std::string quote(const std::string &text) {
 bool onlyMembers(const JsonValue &json,
                  std::initializer_list<const char *> allowed,
                  std::string &error) {
-  for (const auto &[key, value] : json.object)
+  for (const auto &member : json.object) {
+    const std::string &key = member.first;
     if (std::none_of(allowed.begin(), allowed.end(),
                      [&](const char *name) { return key == name; })) {
       error = "has unknown member " + quote(key);
       return false;
     }
+  }
   return true;
 }
 

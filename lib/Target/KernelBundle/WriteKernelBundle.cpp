@@ -382,7 +382,9 @@ struct WriteKernelBundlePass
     }
     HostTranslator host(func, names);
     auto args = [&]() -> LogicalResult {
-      for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
+      for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
+        // A named copy: lambdas may not capture structured bindings in C++17.
+        size_t i = index;
         auto memref = dyn_cast<MemRefType>(type);
         std::string dtype;
         if (memref)
