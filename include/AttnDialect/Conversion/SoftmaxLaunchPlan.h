@@ -214,9 +214,13 @@ planLaunch(Sizes &a, const LaunchOptions &options, const KernelShape &shape,
   // resident at once (they wait for each other).
   plan.splits = a.max(a.min(plan.tiles, a.multiprocessorCount()), one);
   plan.sliceTiles = a.ceilDiv(plan.tiles, plan.splits);
-  if (shape.naps > 0)
-    plan.firstWave =
-        a.mul(a.multiprocessorCount(), blocksPerSm(a, options, plan.used));
+  if (shape.naps > 0) {
+    // Named in turn: the order of the emitted ops must not depend on the
+    // compiler's order of evaluating arguments.
+    V perSm = blocksPerSm(a, options, plan.used);
+    V sms = a.multiprocessorCount();
+    plan.firstWave = a.mul(sms, perSm);
+  }
   plan.blocks = a.mul(rows, plan.splits);
   // docs/Softmax.md has the layout: per row two counters, per block its
   // (max, sum).

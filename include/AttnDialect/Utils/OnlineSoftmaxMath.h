@@ -33,8 +33,10 @@ inline Value isNegInf(OpBuilder &b, Location loc, Value max) {
 /// The max to subtract from a row's scores: 0 while the row's max is -inf,
 /// since -inf - -inf would be NaN (the scores then give exp 0 anyway).
 inline Value subtractableMax(OpBuilder &b, Location loc, Value max) {
-  return arith::SelectOp::create(b, loc, isNegInf(b, loc, max),
-                                 f32Constant(b, loc, 0.0), max);
+  // Named values fix the order of the ops (argument order is unspecified).
+  Value zero = f32Constant(b, loc, 0.0);
+  Value empty = isNegInf(b, loc, max);
+  return arith::SelectOp::create(b, loc, empty, zero, max);
 }
 
 /// The factor that carries a sum (or an accumulator) taken against `oldMax`
@@ -43,17 +45,19 @@ inline Value rescaleFactor(OpBuilder &b, Location loc, Value oldMax,
                            Value newMax) {
   Value factor =
       expOfDifference(b, loc, oldMax, subtractableMax(b, loc, newMax));
-  return arith::SelectOp::create(b, loc, isNegInf(b, loc, newMax),
-                                 f32Constant(b, loc, 1.0), factor);
+  Value one = f32Constant(b, loc, 1.0);
+  Value empty = isNegInf(b, loc, newMax);
+  return arith::SelectOp::create(b, loc, empty, one, factor);
 }
 
 /// The weight of a partial result with logsumexp `lse` in a merge whose
 /// logsumexp is `total`: exp(lse - total), 0 where total is -inf (then lse
 /// is too: nothing was unmasked).
 inline Value mergeWeight(OpBuilder &b, Location loc, Value lse, Value total) {
-  return arith::SelectOp::create(b, loc, isNegInf(b, loc, total),
-                                 f32Constant(b, loc, 0.0),
-                                 expOfDifference(b, loc, lse, total));
+  Value weight = expOfDifference(b, loc, lse, total);
+  Value zero = f32Constant(b, loc, 0.0);
+  Value empty = isNegInf(b, loc, total);
+  return arith::SelectOp::create(b, loc, empty, zero, weight);
 }
 
 } // namespace mlir::attn
