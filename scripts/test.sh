@@ -4,7 +4,7 @@
 # each fuzzer for FUZZ_SECONDS, default 60; ATTN_FUZZ=0 skips it), then the
 # whole suite (lit + FileCheck, unit tests, Python tests, the plugin in
 # Debian's mlir-opt and the installed package) built with GCC and again
-# built with clang (ATTN_CLANG=0 skips the clang build); ends with ctest's
+# built with clang when ATTN_CLANG=1; ends with ctest's
 # summary.
 # Usage: scripts/test.sh [build-dir]
 #   (the fuzzing build: <build-dir>-fuzz, the clang build: <build-dir>-clang)
@@ -16,7 +16,7 @@ if [ "${ATTN_FUZZ:-1}" != 0 ]; then
   scripts/fuzz.sh "$build-fuzz"
 fi
 builds=("$build")
-if [ "${ATTN_CLANG:-1}" != 0 ]; then
+if [ "${ATTN_CLANG:-0}" != 0 ]; then
   python=$(python3 -c "import sys; print(sys.executable)")
   CC=clang-22 CXX=clang++-22 cmake -G Ninja -S . -B "$build-clang" \
     -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$python"
