@@ -13,16 +13,11 @@
 
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/KvBlockSchedule.h"
+#include "AttnDialect/Transforms/RegionInliner.h"
 
 #include "mlir/IR/Builders.h"
 
 namespace mlir::attn {
-
-/// How the regions' reads and integer divisions are checked: not at all, by
-/// calling the host's attnReportRegionError (the CPU runner defines it and
-/// turns a report into an error after the call), or by printing and
-/// trapping (in GPU kernels).
-enum class RegionChecks { None, HostReport, DeviceTrap };
 
 struct FlashLoopOptions {
   int64_t kvTile = 64;

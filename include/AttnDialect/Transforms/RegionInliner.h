@@ -1,0 +1,66 @@
+//===- RegionInliner.h - attn.attention's regions, inlined ------*- C++ -*-===//
+//
+// Every lowering of attn.attention evaluates its score_mod and mask_mod
+// element by element at whole-problem positions. This is the one copy of
+// that inlining, with the optional checks of the regions' tensor reads and
+// integer divisions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNDIALECT_TRANSFORMS_REGIONINLINER_H
+#define ATTNDIALECT_TRANSFORMS_REGIONINLINER_H
+
+#include "AttnDialect/IR/AttnOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir {
+class IRMapping;
+namespace tensor {
+class ExtractOp;
+} // namespace tensor
+namespace attn {
+
+/// How the regions' reads and integer divisions are checked: not at all, by
+/// calling the host's attnReportRegionError (the CPU runner defines it and
+/// turns a report into an error after the call), or by printing and
+/// trapping (in GPU kernels).
+enum class RegionChecks { None, HostReport, DeviceTrap };
+
+/// Clones an attention op's regions at a builder's insertion point.
+class RegionInliner {
+public:
+  RegionInliner(AttentionOp op, RegionChecks checks) : op(op), checks(checks) {}
+
+  /// score_mod(score, b, h, q, kv): the f32 score to use.
+  Value scoreMod(OpBuilder &builder, Location loc, Value score, Value b,
+                 Value h, Value q, Value kv);
+  /// mask_mod(b, h, q, kv): i1, true to keep the element.
+  Value maskMod(OpBuilder &builder, Location loc, Value b, Value h, Value q,
+                Value kv);
+
+private:
+  Value inlineRegion(OpBuilder &builder, Location loc, Region &region,
+                     ValueRange args);
+  /// Clones `nested` with `checks` applied to it and the ops in its
+  /// regions.
+  void cloneChecked(OpBuilder &builder, Operation &nested, IRMapping &mapping,
+                    int64_t region);
+  /// A region's read of a tensor, or its integer division, with a check
+  /// that reports a violation and yields a harmless value instead.
+  void guardedExtract(OpBuilder &builder, tensor::ExtractOp extract,
+                      IRMapping &mapping, int64_t region);
+  void guardedDivision(OpBuilder &builder, Operation *division,
+                       IRMapping &mapping, int64_t region);
+  /// Emits the report of a failed check; `error` is an i64 RegionError.
+  void report(OpBuilder &builder, Location l, Value error, int64_t region,
+              Value operand, Value dim, Value index, Value size);
+
+  AttentionOp op;
+  RegionChecks checks;
+};
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTNDIALECT_TRANSFORMS_REGIONINLINER_H
