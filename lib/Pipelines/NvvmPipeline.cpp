@@ -7,10 +7,11 @@
 // PTX. One kernel serves every B, H, M and N: the grid is computed from the
 // sizes at launch.
 //
-// The GPU stage is chosen by `strategy`: `simt` stages K/V tiles in shared
-// memory and distributes the tile-level linalg ops over the block's threads.
-// The contractions stay tile-level linalg ops until then, so a tensor-core
-// strategy can take them over without changing the other stages.
+// The attention kernel is chosen by `strategy`: `mma` (the default) lowers
+// f16/bf16 attention on sm_80 and newer to the tensor-core kernel of
+// attn-attention-to-mma before tiling; `simt`, and every op that kernel does
+// not serve (f32, head dims of 8 mod 16), stages K/V tiles in shared memory
+// and distributes the tile-level linalg ops over the block's threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,8 +42,21 @@ struct NvvmStageOptions {
   const nvvm::TargetInfo &target;
 };
 
+/// Whether f16/bf16 attention goes to the tensor-core kernel.
+bool usesTensorCores(const NvvmStageOptions &options) {
+  return options.pipeline.strategy == "mma" && options.target.hasAsyncCopy();
+}
+
 void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
   pm.addPass(createRecordShapeContract());
+  if (usesTensorCores(options)) {
+    AttentionToMmaOptions mma;
+    mma.qTile = options.pipeline.qTile;
+    mma.kvTile = options.pipeline.kvTile;
+    mma.sharedMemoryPerBlock = options.target.sharedMemoryPerBlock;
+    mma.boundsChecks = options.pipeline.boundsChecks;
+    pm.addPass(createAttentionToMma(mma));
+  }
   // q-tile and kv-tile 0: the tile pass chooses per op what fits.
   TileAttentionOptions tile;
   tile.qTile = options.pipeline.qTile;
@@ -109,6 +123,7 @@ void addNvvmStage(OpPassManager &pm, const NvvmStageOptions &options) {
   kernels.addPass(createLowerAffinePass());
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(createApproxMathToNVVM());
+  kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   kernels.addPass(createExternDynamicSharedMemory());
   kernels.addPass(createConvertNVVMToLLVMPass());
@@ -146,9 +161,10 @@ LogicalResult mlir::attn::buildNvvmPipeline(
                         options.chip.getValue() +
                         "': the kernels need sm_75 or newer, one of " +
                         nvvm::knownTargetNames());
-  if (options.strategy != "simt")
+  if (options.strategy != "mma" && options.strategy != "simt")
     return errorHandler("attn-lower-to-nvvm: unknown strategy '" +
-                        options.strategy.getValue() + "' (expected simt)");
+                        options.strategy.getValue() +
+                        "' (expected mma or simt)");
   if (options.qTile < 0 || options.kvTile < 0 || options.threads <= 0 ||
       options.threads > nvvm::kMaxThreadsPerBlock || options.qTile > kMaxTile ||
       options.kvTile > kMaxTile)

@@ -23,6 +23,14 @@ make_bundle f16-d64-window32 --dtype=f16 --head-dim=64 --mask=sliding-window:32
 build/bin/attn-opt "$out/f16-d64-causal.mlir" \
   --attn-lower-to-nvvm="chip=sm_80 format=bin" \
   --attn-write-kernel-bundle=prefix="$out/sm80-cubin-" -o /dev/null
+# The tensor-core matrix (scripts/gpu/mma.sh): every head dim the mma
+# kernel serves, causal and not, with the logsumexp.
+for dtype in f16 bf16; do
+  for d in 16 32 64 128 256; do
+    make_bundle "mma-$dtype-d$d-full" --dtype=$dtype --head-dim=$d --lse
+    make_bundle "mma-$dtype-d$d-causal" --dtype=$dtype --head-dim=$d --causal --lse
+  done
+done
 # The benchmark set (docs/Benchmarking.md): dtypes, head dims, causal and not.
 for dtype in f16 bf16; do
   for d in 64 128; do

@@ -1,22 +1,24 @@
-// attn-lower-to-nvvm, stopped after each stage.
-// RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=tile" | FileCheck %s --check-prefix=TILE
-// RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=decompose" | FileCheck %s --check-prefix=DECOMPOSE
-// RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=bufferize" | FileCheck %s --check-prefix=BUFFERIZE
-// RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=gpu" | FileCheck %s --check-prefix=GPU
-// RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=nvvm" | FileCheck %s --check-prefix=NVVM
-// RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_80" | FileCheck %s --check-prefix=BINARY80
-// RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 q-tile=128 kv-tile=32 threads=256" | FileCheck %s --check-prefix=BINARY90
+// attn-lower-to-nvvm with the SIMT kernels (strategy=simt; f16 attention
+// goes to tensor cores by default: nvvm-mma-stages.mlir), stopped after each
+// stage.
+// RUN: attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_90 until=tile" | FileCheck %s --check-prefix=TILE
+// RUN: attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_90 until=decompose" | FileCheck %s --check-prefix=DECOMPOSE
+// RUN: attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_90 until=bufferize" | FileCheck %s --check-prefix=BUFFERIZE
+// RUN: attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_90 until=gpu" | FileCheck %s --check-prefix=GPU
+// RUN: attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_90 until=nvvm" | FileCheck %s --check-prefix=NVVM
+// RUN: attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_80" | FileCheck %s --check-prefix=BINARY80
+// RUN: attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_90 q-tile=128 kv-tile=32 threads=256" | FileCheck %s --check-prefix=BINARY90
 // Bad options are reported, not crashed on.
 // RUN: not attn-opt %s --attn-lower-to-nvvm 2>&1 | FileCheck %s --check-prefix=NOCHIP
-// RUN: not attn-opt %s --attn-lower-to-nvvm=chip=sm_70 2>&1 | FileCheck %s --check-prefix=OLDCHIP
-// RUN: not attn-opt %s --attn-lower-to-nvvm=chip=sm_80a 2>&1 | FileCheck %s --check-prefix=UNKNOWNCHIP
-// RUN: not attn-opt %s --attn-lower-to-nvvm=chip=sm_91 2>&1 | FileCheck %s --check-prefix=UNKNOWNCHIP
-// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 threads=2048" 2>&1 | FileCheck %s --check-prefix=BIGBLOCK
-// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 q-tile=4611686018427387904" 2>&1 | FileCheck %s --check-prefix=BIGBLOCK
+// RUN: not attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_70" 2>&1 | FileCheck %s --check-prefix=OLDCHIP
+// RUN: not attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_80a" 2>&1 | FileCheck %s --check-prefix=UNKNOWNCHIP
+// RUN: not attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_91" 2>&1 | FileCheck %s --check-prefix=UNKNOWNCHIP
+// RUN: not attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_90 threads=2048" 2>&1 | FileCheck %s --check-prefix=BIGBLOCK
+// RUN: not attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_90 q-tile=4611686018427387904" 2>&1 | FileCheck %s --check-prefix=BIGBLOCK
 // Tiles too large for any GPU's shared memory are refused at the grid.
-// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 q-tile=512 kv-tile=256" 2>&1 | FileCheck %s --check-prefix=SMEM
-// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=ptx" 2>&1 | FileCheck %s --check-prefix=STAGE
-// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 format=fatbin" 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: not attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_90 q-tile=512 kv-tile=256" 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_90 until=ptx" 2>&1 | FileCheck %s --check-prefix=STAGE
+// RUN: not attn-opt %s --attn-lower-to-nvvm="strategy=simt chip=sm_90 format=fatbin" 2>&1 | FileCheck %s --check-prefix=FORMAT
 
 // The grid of q-tiles; each block's attention tile is shared by its threads.
 // TILE: scf.forall {{.*}} step (1, 1, 64)

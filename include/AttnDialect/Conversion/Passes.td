@@ -104,4 +104,79 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
   ];
 }
 
+def AttentionToMma : Pass<"attn-attention-to-mma"> {
+  let summary = "f16/bf16 attn.attention to a tensor-core (mma.sync) GPU "
+                "kernel";
+  let description = [{
+    Replaces each `attn.attention` whose Q, K and V are f16 or bf16, with
+    head dims that are multiples of 16, by one `gpu.launch` on the op's
+    buffers (`bufferization.to_buffer` / `to_tensor`, so it runs before
+    bufferization): the FlashAttention-2 forward on `mma.sync` tensor
+    cores. Other ops (f32 inputs, head dims of 8 mod 16) are left for the
+    SIMT lowering; f32 stays off tensor cores because tf32 would miss the
+    f32 tolerance.
+
+    A block computes `q-tile` query rows of one (batch, head) over every
+    kv-block; each of its q-tile / 16 warps owns 16 rows. The grid is
+    (ceil(M / q-tile), Hq, B), computed at launch, so one kernel serves
+    every B, H, M and N. Per block:
+
+    - Q, then each K and V tile, is copied into shared memory with 16-byte
+      `cp.async` (`nvgpu.device_async_copy`; rows past M or N are
+      zero-filled). K and V are double-buffered: the copy of V_j and of
+      K_j+1 overlaps the work on K_j. Shared rows are padded by 16 bytes,
+      so the copies and `ldmatrix` touch every bank once.
+    - S = Q K^T and O += P V are `nvvm.mma.sync` m16n8k16 with f32
+      accumulators, their operands read by `nvgpu.ldmatrix` (V transposed).
+      Each warp's Q fragments stay in registers when D <= 128.
+    - The online softmax runs on the accumulator fragments: row max and sum
+      by quad shuffles (`gpu.shuffle xor` 1 and 2), exp2 with the scale
+      folded in, O rescaled by the correction factor only when a row's max
+      moves. P is converted from S in registers as PV's A operand.
+    - `score_mod`, `mask_mod` (with captured tensors), `causal` and the kv
+      tail are applied per register at its whole-problem (b, h, q, kv);
+      positions past M or N are clamped before a region sees them. Kv-tiles
+      that need no mask arithmetic (no mask_mod, inside N, and wholly below
+      the causal diagonal) skip it; causal blocks stop at the diagonal and
+      the grid runs the longest q-tiles first.
+    - GQA reads kv head h / (Hq / Hkv) without copying K or V.
+    - The epilogue divides by the row sum (0 for a fully masked row, whose
+      logsumexp is -inf), rounds to the output type, stages the warp's rows
+      in shared memory and stores them in 16-byte vectors; the logsumexp
+      output, when present, is natural-log.
+
+    Tiles (q-tile, kv-tile) of 0 are chosen per head dim so that a block's
+    registers do not spill and its shared memory fits
+    `shared-memory-per-block`; the choice is recorded on the launch as
+    `attn.mma_tiles`. [docs/GPU.md](../GPU.md) describes the kernel.
+  }];
+  let options = [
+    Option<"qTile", "q-tile", "int64_t", /*default=*/"0",
+           "query rows per block, a multiple of 16: one warp per 16 rows "
+           "(0: chosen per head dim)">,
+    Option<"kvTile", "kv-tile", "int64_t", /*default=*/"0",
+           "keys per kv step, a multiple of 16 (0: chosen per head dim)">,
+    Option<"sharedMemoryPerBlock", "shared-memory-per-block", "int64_t",
+           /*default=*/"232448",
+           "bytes of shared memory a block may use (attn-lower-to-nvvm sets "
+           "it from the chip)">,
+    Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"false",
+           "guard the regions' reads of captured tensors and their integer "
+           "divisions; a violation prints what and where and traps">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // ATTN_CONVERSION_PASSES_TD

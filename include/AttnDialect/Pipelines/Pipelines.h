@@ -51,20 +51,22 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
                            llvm::cl::desc("target, e.g. sm_80 or sm_90")};
   Option<int64_t> qTile{
       *this, "q-tile",
-      llvm::cl::desc("query rows per thread block (0: the largest up to 64 "
-                     "whose tiles fit the chip's shared memory)"),
+      llvm::cl::desc("query rows per thread block (0: chosen per kernel; "
+                     "simt: the largest up to 64 whose tiles fit the chip's "
+                     "shared memory, mma: per head dim)"),
       llvm::cl::init(0)};
   Option<int64_t> kvTile{
       *this, "kv-tile",
-      llvm::cl::desc("keys per kv-loop step (0: the largest up to 64 whose "
-                     "tiles fit the chip's shared memory)"),
+      llvm::cl::desc("keys per kv-loop step (0: chosen per kernel, as "
+                     "q-tile)"),
       llvm::cl::init(0)};
   Option<std::string> strategy{
       *this, "strategy",
-      llvm::cl::desc("how the GPU stage computes a block's tiles: simt "
-                     "(the tile-level linalg ops distributed over the "
-                     "block's threads)"),
-      llvm::cl::init("simt")};
+      llvm::cl::desc("how attention kernels compute: mma (f16/bf16 on "
+                     "mma.sync tensor cores from sm_80 on, everything else "
+                     "as simt) or simt (the tile-level linalg ops "
+                     "distributed over the block's threads)"),
+      llvm::cl::init("mma")};
   Option<int64_t> threads{*this, "threads",
                           llvm::cl::desc("threads per block (1 to 1024)"),
                           llvm::cl::init(128)};

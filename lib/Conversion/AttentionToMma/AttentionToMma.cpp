@@ -1,0 +1,184 @@
+//===- AttentionToMma.cpp - f16/bf16 attention on mma.sync tensor cores ---===//
+//
+// The pass: picks the ops the tensor-core kernel serves, chooses their
+// tiles, and builds the gpu.launch (grid, shared memory views) whose body
+// MmaKernel builds. See the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MmaKernel.h"
+
+#include "AttnDialect/Conversion/Passes.h"
+#include "AttnDialect/Transforms/FlashLoop.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTENTIONTOMMA
+#include "AttnDialect/Conversion/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::mma;
+
+namespace {
+
+/// Whether the tensor-core kernel computes `op`: 16-bit inputs and head
+/// dims it can split into k16 steps, outside any kernel.
+bool servesOp(AttentionOp op) {
+  Type element = op.getQueryType().getElementType();
+  return (element.isF16() || element.isBF16()) && op.getHeadDim() % 16 == 0 &&
+         op.getValueHeadDim() % 16 == 0 && !inGpuKernel(op);
+}
+
+struct AttentionToMmaPass : attn::impl::AttentionToMmaBase<AttentionToMmaPass> {
+  using AttentionToMmaBase::AttentionToMmaBase;
+
+  void runOnOperation() override {
+    // 512 rows: 32 warps, the most a block has.
+    if (qTile < 0 || qTile % 16 != 0 || qTile > 512 || kvTile < 0 ||
+        kvTile % 16 != 0 || kvTile > 256) {
+      getOperation()->emitError()
+          << "attn-attention-to-mma: q-tile must be a multiple of 16 up to "
+             "512 and kv-tile a multiple of 16 up to 256 (0: chosen), got "
+          << qTile << " and " << kvTile;
+      return signalPassFailure();
+    }
+    SmallVector<AttentionOp> ops;
+    getOperation()->walk([&](AttentionOp op) {
+      if (servesOp(op))
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (AttentionOp op : ops)
+      if (failed(lower(rewriter, op)))
+        return signalPassFailure();
+  }
+
+  LogicalResult lower(RewriterBase &rewriter, AttentionOp op);
+};
+
+} // namespace
+
+LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
+                                        AttentionOp op) {
+  Location loc = op.getLoc();
+  auto outType = op.getOutputType();
+  Type outElement = outType.getElementType();
+  MmaShape shape{op.getHeadDim(), op.getValueHeadDim(),
+                 outElement.getIntOrFloatBitWidth() / 8};
+  std::optional<MmaTiles> tiles =
+      chooseTiles(shape, qTile, kvTile, sharedMemoryPerBlock);
+  if (!tiles)
+    return op.emitOpError()
+           << "has no mma.sync tiles that fit " << sharedMemoryPerBlock
+           << " bytes of shared memory per block (D = " << shape.headDim
+           << ", Dv = " << shape.valueHeadDim << ", q-tile " << qTile
+           << ", kv-tile " << kvTile << ")";
+  int64_t bytes = sharedBytes(*tiles, shape);
+
+  rewriter.setInsertionPoint(op);
+  auto bufferOf = [&](Value tensor, bool readOnly) -> Value {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    return bufferization::ToBufferOp::create(
+        rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
+        tensor, readOnly);
+  };
+  Value query = bufferOf(op.getQuery(), true);
+  Value key = bufferOf(op.getKey(), true);
+  Value value = bufferOf(op.getValue(), true);
+  Value output = bufferOf(op.getOutputs()[0], false);
+  Value lse =
+      op.getLogsumexpInit() ? bufferOf(op.getLogsumexpInit(), false) : Value();
+
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  Value rows = memref::DimOp::create(rewriter, loc, query, 2);
+  Value qBlocks =
+      arith::CeilDivUIOp::create(rewriter, loc, rows, index(tiles->qTile));
+  Value heads = memref::DimOp::create(rewriter, loc, query, 1);
+  Value batches = memref::DimOp::create(rewriter, loc, query, 0);
+  Value sharedSize =
+      arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), bytes);
+  Value one = index(1);
+  auto launch =
+      gpu::LaunchOp::create(rewriter, loc, qBlocks, heads, batches,
+                            index(tiles->threads()), one, one, sharedSize);
+  // The choice, for attn-opt readers and lit tests.
+  launch->setAttr(
+      "attn.mma_tiles",
+      rewriter.getDictionaryAttr(
+          {rewriter.getNamedAttr("q_tile",
+                                 rewriter.getI64IntegerAttr(tiles->qTile)),
+           rewriter.getNamedAttr("kv_tile",
+                                 rewriter.getI64IntegerAttr(tiles->kvTile)),
+           rewriter.getNamedAttr("warps",
+                                 rewriter.getI64IntegerAttr(tiles->warps())),
+           rewriter.getNamedAttr("shared_bytes",
+                                 rewriter.getI64IntegerAttr(bytes))}));
+
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&launch.getBody().front());
+    auto workgroup = gpu::AddressSpaceAttr::get(rewriter.getContext(),
+                                                gpu::AddressSpace::Workgroup);
+    Value shared = gpu::DynamicSharedMemoryOp::create(
+        rewriter, loc,
+        MemRefType::get({ShapedType::kDynamic}, rewriter.getI8Type(),
+                        MemRefLayoutAttrInterface{}, workgroup));
+    Type element = op.getQueryType().getElementType();
+    auto view = [&](int64_t byteOffset, ArrayRef<int64_t> dims, Type type) {
+      return memref::ViewOp::create(
+          rewriter, loc,
+          MemRefType::get(dims, type, MemRefLayoutAttrInterface{}, workgroup),
+          shared, index(byteOffset), ValueRange{});
+    };
+    int64_t pad = 16 / 2;
+    int64_t outPad = 16 / shape.outputBytes;
+    int64_t keyBytes = tiles->kvTile * (shape.headDim + pad) * 2;
+    int64_t valueBytes = tiles->kvTile * (shape.valueHeadDim + pad) * 2;
+    int64_t keyOffset = bytes - 2 * (keyBytes + valueBytes);
+
+    MmaKernel kernel{rewriter, loc, op, *tiles,
+                     RegionInliner(op, boundsChecks ? RegionChecks::DeviceTrap
+                                                    : RegionChecks::None)};
+    kernel.query = query;
+    kernel.key = key;
+    kernel.value = value;
+    kernel.output = output;
+    kernel.lse = lse;
+    kernel.queryStage = view(0, {tiles->qTile, shape.headDim + pad}, element);
+    kernel.outputStage =
+        view(0, {tiles->qTile, shape.valueHeadDim + outPad}, outElement);
+    kernel.keyStage =
+        view(keyOffset, {2, tiles->kvTile, shape.headDim + pad}, element);
+    kernel.valueStage =
+        view(keyOffset + 2 * keyBytes,
+             {2, tiles->kvTile, shape.valueHeadDim + pad}, element);
+    kernel.blockX = launch.getBlockIds().x;
+    kernel.gridX = launch.getGridSize().x;
+    kernel.head = launch.getBlockIds().y;
+    kernel.batch = launch.getBlockIds().z;
+    kernel.tid = launch.getThreadIds().x;
+    kernel.build();
+    gpu::TerminatorOp::create(rewriter, loc);
+  }
+
+  auto asTensor = [&](Value buffer, Type type) -> Value {
+    return bufferization::ToTensorOp::create(rewriter, loc, type, buffer,
+                                             rewriter.getUnitAttr(),
+                                             rewriter.getUnitAttr());
+  };
+  SmallVector<Value> results = {asTensor(output, outType)};
+  if (lse)
+    results.push_back(asTensor(lse, op.getLogsumexpInit().getType()));
+  rewriter.replaceOp(op, results);
+  return success();
+}

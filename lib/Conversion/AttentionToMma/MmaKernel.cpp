@@ -1,0 +1,648 @@
+//===- MmaKernel.cpp - the body of the mma.sync attention kernel ----------===//
+//
+// FlashAttention-2's forward, one block per q-tile: Q, K and V tiles land
+// in shared memory through cp.async (K and V double-buffered), both
+// contractions are mma.sync m16n8k16 on ldmatrix fragments, and the online
+// softmax runs on the accumulator fragments, whose layout is also PV's A
+// operand once rounded. Every fragment array is indexed by constants only
+// (the C++ loops unroll), so it lives in registers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MmaKernel.h"
+
+#include "AttnDialect/Utils/ArithUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::mma;
+
+namespace {
+
+/// Elements of a 16-byte copy or row pad, for 16-bit inputs.
+constexpr int64_t kVectorElements = 8;
+/// A fragment row of the m16n8 accumulator: 4 f32 per lane per 8 columns.
+constexpr int64_t kChunk = 8;
+
+int64_t paddedWidth(int64_t width, int64_t elementBytes) {
+  return width + 16 / elementBytes;
+}
+
+/// Four values per lane: an mma.sync A fragment (i32 pairs), or an
+/// accumulator chunk (f32: rows g and g + 8, two columns each).
+using Fragment = SmallVector<Value, 4>;
+
+class BlockBuilder {
+public:
+  explicit BlockBuilder(MmaKernel &kernel)
+      : k(kernel), b(kernel.b), loc(kernel.loc), op(kernel.op),
+        d(op.getHeadDim()), dv(op.getValueHeadDim()),
+        element(op.getQueryType().getElementType()),
+        outElement(op.getOutputType().getElementType()), f32(b.getF32Type()),
+        i32(b.getI32Type()) {}
+
+  void build();
+
+private:
+  // Index arithmetic.
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value div(Value x, int64_t y) {
+    return arith::DivUIOp::create(b, loc, x, c(y));
+  }
+  Value rem(Value x, int64_t y) {
+    return arith::RemUIOp::create(b, loc, x, c(y));
+  }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value less(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
+  }
+  Value f32c(double v) { return f32Constant(b, loc, v); }
+
+  /// Issues the cp.async copies of rows [start, start + rows) of `source` at
+  /// (batch, head) into `stage` (at `stageIndex` ahead of the row, if any);
+  /// rows at or past `limit` are zero-filled.
+  void copyRows(Value source, Value head, Value start, Value limit,
+                int64_t rows, int64_t width, Value stage,
+                ValueRange stageIndex);
+  void commitGroup() { NVVM::CpAsyncCommitGroupOp::create(b, loc); }
+  /// Waits until at most `pending` committed groups are in flight, then
+  /// for the whole block.
+  void waitGroups(int32_t pending) {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, pending);
+    gpu::BarrierOp::create(b, loc);
+  }
+
+  /// An x4 ldmatrix at [indices] as four i32 registers.
+  Fragment loadMatrix(Value stage, ValueRange indices, bool transpose);
+  /// D += A * B on one m16n8k16 tile.
+  Fragment mmaSync(ArrayRef<Value> a, ArrayRef<Value> bPair,
+                   ArrayRef<Value> acc);
+  /// Two f32 as one register of two 16-bit values.
+  Value pack(Value lo, Value hi);
+  /// A vector<2xf16> is an f16 mma operand as it is; bf16 pairs go as i32
+  /// (nvvm.mma.sync's bf16 form).
+  Value asRegister(Value pair);
+  Value shuffleXor(Value v, int32_t offset);
+
+  /// A warp's A fragment of Q for k-step `kk`, from shared memory.
+  Fragment queryFragment(int64_t kk);
+  /// S = Q K^T for the K tile in buffer `buffer` (0 or 1).
+  SmallVector<Fragment> scores(Value buffer, ArrayRef<Fragment> queryFragments);
+  /// score_mod, then the masks, at each register's position (`masked`), or
+  /// score_mod alone.
+  SmallVector<Fragment> modifyScores(ArrayRef<Fragment> s, Value kv0,
+                                     bool masked);
+  /// What turns an mma score into a log2-domain score: the scale times
+  /// log2(e) without a score_mod (log2(e) after one). Applied to the scores
+  /// before the masks (scoreScale) unless it is positive and there is no
+  /// score_mod; then it is folded into the softmax's exp2 (softmaxScale).
+  double scoreScale() {
+    return op.hasScoreMod() ? kLog2E : op.getScaleValue() * kLog2E;
+  }
+  double softmaxScale() {
+    return !op.hasScoreMod() && scoreScale() > 0 ? scoreScale() : 1.0;
+  }
+  /// One kv step of the online softmax on the fragments: returns P as PV's
+  /// A fragments and updates the running max and sum and the accumulator.
+  SmallVector<Fragment> softmax(SmallVector<Fragment> &s,
+                                SmallVector<Value> &maxes,
+                                SmallVector<Value> &sums,
+                                SmallVector<Fragment> &acc);
+  /// O += P V for the V tile in buffer `buffer`.
+  void accumulate(ArrayRef<Fragment> probs, Value buffer,
+                  SmallVector<Fragment> &acc);
+  void storeOutput(ArrayRef<Fragment> acc, ArrayRef<Value> sums,
+                   ArrayRef<Value> maxes);
+
+  MmaKernel &k;
+  OpBuilder &b;
+  Location loc;
+  AttentionOp op;
+  int64_t d, dv;
+  Type element, outElement, f32, i32;
+
+  // Sizes and whole-problem offsets.
+  Value m, n, offB, offH, offQ, offKV;
+  // The block's (b, h) in the whole problem, its kv head and first row.
+  Value batchW, headW, kvHead, q0;
+  // The thread: warp, lane, g = lane / 4, t = lane % 4, the warp's first
+  // row in the block and the per-lane ldmatrix offsets.
+  Value warpRow, lane, g, t, t2;
+  Value keyRowLane, keyColLane, valueRowLane, valueColLane, queryRowLane,
+      queryColLane;
+  // The two rows a lane's fragments hold: block positions and the clamped
+  // whole-problem q a region sees.
+  Value rowQ[2], regionQ[2];
+};
+
+void BlockBuilder::copyRows(Value source, Value head, Value start, Value limit,
+                            int64_t rows, int64_t width, Value stage,
+                            ValueRange stageIndex) {
+  int64_t chunksPerRow = width / kVectorElements;
+  int64_t total = rows * chunksPerRow;
+  int64_t threads = k.tiles.threads();
+  for (int64_t i = 0; i * threads < total; ++i) {
+    Value idx = add(k.tid, c(i * threads));
+    auto copy = [&] {
+      Value row = div(idx, chunksPerRow);
+      Value col = mul(rem(idx, chunksPerRow), c(kVectorElements));
+      Value position = add(start, row);
+      Value inside = less(position, limit);
+      // A zero-filled row reads nothing; its address stays in bounds.
+      Value from = arith::SelectOp::create(b, loc, inside, position, c(0));
+      Value elements =
+          arith::SelectOp::create(b, loc, inside, c(kVectorElements), c(0));
+      SmallVector<Value> to(stageIndex);
+      to.append({row, col});
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, stage, to, source, ValueRange{k.batch, head, from, col},
+          b.getIndexAttr(kVectorElements), elements, b.getUnitAttr());
+    };
+    if ((i + 1) * threads <= total) {
+      copy();
+      continue;
+    }
+    auto inTile = scf::IfOp::create(b, loc, less(idx, c(total)));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inTile.thenBlock());
+    copy();
+  }
+}
+
+Fragment BlockBuilder::loadMatrix(Value stage, ValueRange indices,
+                                  bool transpose) {
+  auto type = VectorType::get({4, 2}, element);
+  Value tiles =
+      nvgpu::LdMatrixOp::create(b, loc, type, stage, indices, transpose, 4);
+  Fragment registers;
+  for (int64_t i = 0; i < 4; ++i)
+    registers.push_back(
+        asRegister(vector::ExtractOp::create(b, loc, tiles, i)));
+  return registers;
+}
+
+Fragment BlockBuilder::mmaSync(ArrayRef<Value> a, ArrayRef<Value> bPair,
+                               ArrayRef<Value> acc) {
+  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                     SmallVector<Type>(4, f32));
+  NVVM::MMATypes inputType =
+      element.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  // bf16 goes through nvvm.mma.sync on i32 registers: nvgpu.mma.sync cannot
+  // lower bf16 in MLIR 22.
+  Value result = NVVM::MmaOp::create(
+      b, loc, resultType, a, bPair, acc, {16, 8, 16}, std::nullopt,
+      std::nullopt, std::array<NVVM::MMATypes, 2>{inputType, inputType},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  Fragment out;
+  for (int64_t i = 0; i < 4; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, result, i));
+  return out;
+}
+
+Value BlockBuilder::pack(Value lo, Value hi) {
+  Value pair = vector::FromElementsOp::create(b, loc, VectorType::get({2}, f32),
+                                              ValueRange{lo, hi});
+  return asRegister(
+      arith::TruncFOp::create(b, loc, VectorType::get({2}, element), pair));
+}
+
+Value BlockBuilder::asRegister(Value pair) {
+  if (!element.isBF16())
+    return pair;
+  Value word =
+      vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair);
+  return vector::ExtractOp::create(b, loc, word, 0);
+}
+
+Value BlockBuilder::shuffleXor(Value v, int32_t offset) {
+  return gpu::ShuffleOp::create(b, loc, v, offset, /*width=*/32,
+                                gpu::ShuffleMode::XOR)
+      .getShuffleResult();
+}
+
+Fragment BlockBuilder::queryFragment(int64_t kk) {
+  return loadMatrix(k.queryStage,
+                    {add(warpRow, queryRowLane), add(queryColLane, c(16 * kk))},
+                    /*transpose=*/false);
+}
+
+SmallVector<Fragment> BlockBuilder::scores(Value buffer,
+                                           ArrayRef<Fragment> queryFragments) {
+  int64_t chunks = k.tiles.kvTile / kChunk;
+  Value zero = f32c(0.0);
+  SmallVector<Fragment> s(chunks, Fragment(4, zero));
+  for (int64_t kk = 0; kk < d / 16; ++kk) {
+    Fragment a =
+        queryFragments.empty() ? queryFragment(kk) : queryFragments[kk];
+    Value col = add(keyColLane, c(16 * kk));
+    for (int64_t pair = 0; pair < chunks / 2; ++pair) {
+      Fragment key =
+          loadMatrix(k.keyStage, {buffer, add(keyRowLane, c(16 * pair)), col},
+                     /*transpose=*/false);
+      s[2 * pair] = mmaSync(a, {key[0], key[1]}, s[2 * pair]);
+      s[2 * pair + 1] = mmaSync(a, {key[2], key[3]}, s[2 * pair + 1]);
+    }
+  }
+  return s;
+}
+
+SmallVector<Fragment> BlockBuilder::modifyScores(ArrayRef<Fragment> s,
+                                                 Value kv0, bool masked) {
+  SmallVector<Fragment> out;
+  Value lastKv = max(sub(n, c(1)), c(0));
+  Value negInf = f32c(kNegInf);
+  Value scale = f32c(op.getScaleValue());
+  Value preScale = softmaxScale() == 1.0 ? f32c(scoreScale()) : Value();
+  for (auto [chunk, values] : llvm::enumerate(s)) {
+    Fragment modified;
+    for (int64_t e = 0; e < 4; ++e) {
+      Value kv = add(kv0, add(t2, c(kChunk * chunk + e % 2)));
+      Value regionKv = add(offKV, min(kv, lastKv));
+      Value q = regionQ[e / 2];
+      Value x = values[e];
+      if (op.hasScoreMod()) {
+        Value scaled = arith::MulFOp::create(b, loc, x, scale);
+        x = k.regions.scoreMod(b, loc, scaled, batchW, headW, q, regionKv);
+      }
+      if (preScale)
+        x = arith::MulFOp::create(b, loc, x, preScale);
+      if (masked) {
+        Value keep = less(kv, n);
+        if (op.getCausal()) {
+          Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                              regionKv, q);
+          keep = arith::AndIOp::create(b, loc, keep, below);
+        }
+        if (op.hasMaskMod()) {
+          Value mask = k.regions.maskMod(b, loc, batchW, headW, q, regionKv);
+          keep = arith::AndIOp::create(b, loc, keep, mask);
+        }
+        x = arith::SelectOp::create(b, loc, keep, x, negInf);
+      }
+      modified.push_back(x);
+    }
+    out.push_back(modified);
+  }
+  return out;
+}
+
+void BlockBuilder::accumulate(ArrayRef<Fragment> probs, Value buffer,
+                              SmallVector<Fragment> &acc) {
+  for (auto [kk, a] : llvm::enumerate(probs)) {
+    Value row = add(valueRowLane, c(16 * kk));
+    for (int64_t pair = 0; pair < dv / 16; ++pair) {
+      Fragment v = loadMatrix(k.valueStage,
+                              {buffer, row, add(valueColLane, c(16 * pair))},
+                              /*transpose=*/true);
+      acc[2 * pair] = mmaSync(a, {v[0], v[1]}, acc[2 * pair]);
+      acc[2 * pair + 1] = mmaSync(a, {v[2], v[3]}, acc[2 * pair + 1]);
+    }
+  }
+}
+
+void BlockBuilder::storeOutput(ArrayRef<Fragment> acc, ArrayRef<Value> sums,
+                               ArrayRef<Value> maxes) {
+  Value zero = f32c(0.0);
+  Value one = f32c(1.0);
+  Value inverse[2];
+  for (int64_t r = 0; r < 2; ++r) {
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sums[r], zero);
+    Value reciprocal = arith::DivFOp::create(b, loc, one, sums[r]);
+    inverse[r] = arith::SelectOp::create(b, loc, empty, zero, reciprocal);
+  }
+  // The Q tile's rows become the output rows: every warp is past its last
+  // read of Q, K and V.
+  gpu::BarrierOp::create(b, loc);
+  auto pairType = VectorType::get({2}, f32);
+  for (auto [chunk, values] : llvm::enumerate(acc)) {
+    Value col = add(t2, c(kChunk * chunk));
+    for (int64_t r = 0; r < 2; ++r) {
+      Value lo = arith::MulFOp::create(b, loc, values[2 * r], inverse[r]);
+      Value hi = arith::MulFOp::create(b, loc, values[2 * r + 1], inverse[r]);
+      Value pair =
+          vector::FromElementsOp::create(b, loc, pairType, ValueRange{lo, hi});
+      if (outElement != f32)
+        pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, outElement),
+                                       pair);
+      Value row = add(add(warpRow, g), c(8 * r));
+      vector::StoreOp::create(b, loc, pair, k.outputStage,
+                              ValueRange{row, col});
+    }
+  }
+  // Each warp reads back only its own 16 rows.
+  NVVM::SyncWarpOp::create(
+      b, loc, arith::ConstantIntOp::create(b, loc, i32, -1).getResult());
+  int64_t outBytes = outElement.getIntOrFloatBitWidth() / 8;
+  int64_t vectorElements = 16 / outBytes;
+  int64_t chunksPerRow = dv / vectorElements;
+  auto vectorType = VectorType::get({vectorElements}, outElement);
+  for (int64_t i = 0; i < 16 * chunksPerRow / 32; ++i) {
+    Value idx = add(lane, c(32 * i));
+    Value stageRow = add(warpRow, div(idx, chunksPerRow));
+    Value col = mul(rem(idx, chunksPerRow), c(vectorElements));
+    Value row = add(q0, stageRow);
+    auto inside = scf::IfOp::create(b, loc, less(row, m));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inside.thenBlock());
+    Value v = vector::LoadOp::create(b, loc, vectorType, k.outputStage,
+                                     ValueRange{stageRow, col});
+    vector::StoreOp::create(b, loc, v, k.output,
+                            ValueRange{k.batch, k.head, row, col},
+                            /*nontemporal=*/false, b.getI64IntegerAttr(16));
+  }
+  if (!k.lse)
+    return;
+  // lse = (max + log2(sum)) * ln(2) in natural log; -inf for empty rows.
+  Value firstOfQuad =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t, c(0));
+  for (int64_t r = 0; r < 2; ++r) {
+    Value store = arith::AndIOp::create(b, loc, firstOfQuad, less(rowQ[r], m));
+    auto inside = scf::IfOp::create(b, loc, store);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inside.thenBlock());
+    Value log2Sum = math::Log2Op::create(b, loc, sums[r]);
+    Value lse = arith::MulFOp::create(
+        b, loc, arith::AddFOp::create(b, loc, maxes[r], log2Sum), f32c(kLn2));
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sums[r], zero);
+    lse = arith::SelectOp::create(b, loc, empty, f32c(kNegInf), lse);
+    memref::StoreOp::create(b, loc, lse, k.lse,
+                            ValueRange{k.batch, k.head, rowQ[r]});
+  }
+}
+
+SmallVector<Fragment> BlockBuilder::softmax(SmallVector<Fragment> &s,
+                                            SmallVector<Value> &maxes,
+                                            SmallVector<Value> &sums,
+                                            SmallVector<Fragment> &acc) {
+  double factor = softmaxScale();
+  Value factorValue = f32c(factor);
+  Value zero = f32c(0.0);
+  Value negInf = f32c(kNegInf);
+  for (int64_t r = 0; r < 2; ++r) {
+    // The row's max over the lane's columns, then over its quad.
+    Value rowMax = s[0][2 * r];
+    for (auto [chunk, values] : llvm::enumerate(s))
+      for (int64_t e = 2 * r; e < 2 * r + 2; ++e)
+        if (chunk != 0 || e != 2 * r)
+          rowMax = arith::MaximumFOp::create(b, loc, rowMax, values[e]);
+    for (int32_t offset : {1, 2})
+      rowMax =
+          arith::MaximumFOp::create(b, loc, rowMax, shuffleXor(rowMax, offset));
+    if (factor != 1.0)
+      rowMax = arith::MulFOp::create(b, loc, rowMax, factorValue);
+    Value newMax = arith::MaximumFOp::create(b, loc, maxes[r], rowMax);
+    // A row with nothing unmasked yet subtracts 0, not -inf (no NaN).
+    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                        newMax, negInf);
+    Value usedMax = arith::SelectOp::create(b, loc, empty, zero, newMax);
+    Value negMax = arith::NegFOp::create(b, loc, usedMax);
+    Value correction = math::Exp2Op::create(
+        b, loc, arith::SubFOp::create(b, loc, maxes[r], usedMax));
+    Value rowSum;
+    for (Fragment &values : s)
+      for (int64_t e = 2 * r; e < 2 * r + 2; ++e) {
+        values[e] = math::Exp2Op::create(
+            b, loc,
+            math::FmaOp::create(b, loc, values[e], factorValue, negMax));
+        rowSum =
+            rowSum
+                ? arith::AddFOp::create(b, loc, rowSum, values[e]).getResult()
+                : values[e];
+      }
+    sums[r] = math::FmaOp::create(b, loc, sums[r], correction, rowSum);
+    maxes[r] = newMax;
+    for (Fragment &values : acc)
+      for (int64_t e = 2 * r; e < 2 * r + 2; ++e)
+        values[e] = arith::MulFOp::create(b, loc, values[e], correction);
+  }
+  SmallVector<Fragment> probs;
+  for (size_t kk = 0; kk < s.size() / 2; ++kk) {
+    const Fragment &left = s[2 * kk], &right = s[2 * kk + 1];
+    probs.push_back({pack(left[0], left[1]), pack(left[2], left[3]),
+                     pack(right[0], right[1]), pack(right[2], right[3])});
+  }
+  return probs;
+}
+
+/// Flattens fragments and scalars into one value list (loop-carried).
+static SmallVector<Value> flatten(ArrayRef<Fragment> fragments,
+                                  ArrayRef<Value> scalars = {}) {
+  SmallVector<Value> values;
+  for (const Fragment &fragment : fragments)
+    values.append(fragment.begin(), fragment.end());
+  values.append(scalars.begin(), scalars.end());
+  return values;
+}
+
+static SmallVector<Fragment> fragmentsOf(ValueRange values, int64_t count) {
+  SmallVector<Fragment> fragments;
+  for (int64_t i = 0; i < count; ++i)
+    fragments.push_back(Fragment(values.slice(4 * i, 4)));
+  return fragments;
+}
+
+void BlockBuilder::build() {
+  const MmaTiles &tiles = k.tiles;
+  m = memref::DimOp::create(b, loc, k.query, 2);
+  n = memref::DimOp::create(b, loc, k.key, 2);
+  Value heads = memref::DimOp::create(b, loc, k.query, 1);
+  Value kvHeads = memref::DimOp::create(b, loc, k.key, 1);
+  // max(Hkv, 1): no division by zero, even for empty shapes.
+  Value group = arith::DivUIOp::create(b, loc, heads, max(kvHeads, c(1)));
+  SmallVector<OpFoldResult> offsets = op.getMixedOffsets();
+  offB = getValueOrCreateConstantIndexOp(b, loc, offsets[0]);
+  offH = getValueOrCreateConstantIndexOp(b, loc, offsets[1]);
+  offQ = getValueOrCreateConstantIndexOp(b, loc, offsets[2]);
+  offKV = getValueOrCreateConstantIndexOp(b, loc, offsets[3]);
+  batchW = add(offB, k.batch);
+  headW = add(offH, k.head);
+  kvHead = arith::DivUIOp::create(b, loc, k.head, group);
+  // Causal blocks near the end of the rows have the most kv-tiles: they
+  // start first.
+  Value qBlock = op.getCausal() ? sub(sub(k.gridX, c(1)), k.blockX) : k.blockX;
+  q0 = mul(qBlock, c(tiles.qTile));
+
+  lane = rem(k.tid, 32);
+  warpRow = mul(div(k.tid, 32), c(16));
+  g = div(lane, 4);
+  t = rem(lane, 4);
+  t2 = mul(t, c(2));
+  // ldmatrix x4: lanes 8i..8i+7 address the rows of matrix i.
+  Value row8 = rem(lane, 8);
+  Value half = mul(div(lane, 16), c(8));
+  Value odd = mul(rem(div(lane, 8), 2), c(8));
+  keyRowLane = add(half, row8);
+  keyColLane = odd;
+  valueRowLane = add(odd, row8);
+  valueColLane = half;
+  queryRowLane = rem(lane, 16);
+  queryColLane = half;
+  Value lastQ = max(sub(m, c(1)), c(0));
+  for (int64_t r = 0; r < 2; ++r) {
+    rowQ[r] = add(add(q0, warpRow), add(g, c(8 * r)));
+    regionQ[r] = add(offQ, min(rowQ[r], lastQ));
+  }
+
+  // The kv-tiles the block visits, and how many lead without masks.
+  Value kvTile = c(tiles.kvTile);
+  Value kvEnd = n;
+  Value fullSteps = c(0);
+  if (!op.hasMaskMod())
+    fullSteps = arith::DivUIOp::create(b, loc, n, kvTile);
+  if (op.getCausal()) {
+    Value blockEnd = min(add(q0, c(tiles.qTile)), m);
+    kvEnd = min(max(sub(add(offQ, blockEnd), offKV), c(0)), n);
+    Value diagonal = add(sub(add(offQ, q0), offKV), c(1));
+    Value below =
+        max(arith::FloorDivSIOp::create(b, loc, diagonal, kvTile), c(0));
+    fullSteps = min(fullSteps, below);
+  }
+  Value steps = arith::CeilDivUIOp::create(b, loc, kvEnd, kvTile);
+
+  copyRows(k.query, k.head, q0, m, tiles.qTile, d, k.queryStage, {});
+  commitGroup();
+  {
+    auto first = scf::IfOp::create(b, loc, less(c(0), steps));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    copyRows(k.key, kvHead, c(0), n, tiles.kvTile, d, k.keyStage, {c(0)});
+  }
+  commitGroup();
+  SmallVector<Fragment> queryFragments;
+  if (keepsQueryInRegisters({d, dv, 0})) {
+    waitGroups(1);
+    for (int64_t kk = 0; kk < d / 16; ++kk)
+      queryFragments.push_back(queryFragment(kk));
+  }
+
+  int64_t accChunks = dv / kChunk;
+  int64_t scoreChunks = tiles.kvTile / kChunk;
+  Value zero = f32c(0.0);
+  Value negInf = f32c(kNegInf);
+  SmallVector<Value> inits(4 * accChunks, zero);
+  inits.append({negInf, negInf, zero, zero});
+  auto loop = scf::ForOp::create(b, loc, c(0), steps, c(1), inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    ValueRange carried = loop.getRegionIterArgs();
+    SmallVector<Fragment> acc = fragmentsOf(carried, accChunks);
+    SmallVector<Value> maxes(carried.slice(4 * accChunks, 2));
+    SmallVector<Value> sums(carried.slice(4 * accChunks + 2, 2));
+    Value buffer = rem(j, 2);
+    Value kv0 = mul(j, kvTile);
+
+    // V_j lands while S_j is computed, K_j+1 while the softmax runs.
+    copyRows(k.value, kvHead, kv0, n, tiles.kvTile, dv, k.valueStage, {buffer});
+    commitGroup();
+    waitGroups(1);
+    SmallVector<Fragment> s = scores(buffer, queryFragments);
+    Value next = add(j, c(1));
+    {
+      auto prefetch = scf::IfOp::create(b, loc, less(next, steps));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(prefetch.thenBlock());
+      copyRows(k.key, kvHead, mul(next, kvTile), n, tiles.kvTile, d, k.keyStage,
+               {sub(c(1), buffer)});
+    }
+    commitGroup();
+
+    // Tiles past the unmasked lead apply the masks.
+    SmallVector<Value> flat = flatten(s);
+    auto masked = scf::IfOp::create(
+        b, loc, TypeRange(SmallVector<Type>(flat.size(), f32)),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j, fullSteps),
+        /*withElseRegion=*/true);
+    for (bool withMasks : {true, false}) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(withMasks ? masked.thenBlock()
+                                           : masked.elseBlock());
+      scf::YieldOp::create(b, loc, flatten(modifyScores(s, kv0, withMasks)));
+    }
+    s = fragmentsOf(masked.getResults(), scoreChunks);
+
+    SmallVector<Fragment> probs = softmax(s, maxes, sums, acc);
+    waitGroups(1);
+    accumulate(probs, buffer, acc);
+    SmallVector<Value> scalars = maxes;
+    scalars.append(sums);
+    scf::YieldOp::create(b, loc, flatten(acc, scalars));
+  }
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+
+  ValueRange results = loop.getResults();
+  SmallVector<Fragment> acc = fragmentsOf(results, accChunks);
+  SmallVector<Value> maxes(results.slice(4 * accChunks, 2));
+  SmallVector<Value> sums(results.slice(4 * accChunks + 2, 2));
+  // Each lane summed its own columns: add the quad's.
+  for (Value &sum : sums)
+    for (int32_t offset : {1, 2})
+      sum = arith::AddFOp::create(b, loc, sum, shuffleXor(sum, offset));
+  storeOutput(acc, sums, maxes);
+}
+
+} // namespace
+
+int64_t mma::sharedBytes(const MmaTiles &tiles, const MmaShape &shape) {
+  int64_t query = tiles.qTile * paddedWidth(shape.headDim, 2) * 2;
+  int64_t output = tiles.qTile *
+                   paddedWidth(shape.valueHeadDim, shape.outputBytes) *
+                   shape.outputBytes;
+  int64_t key = tiles.kvTile * paddedWidth(shape.headDim, 2) * 2;
+  int64_t value = tiles.kvTile * paddedWidth(shape.valueHeadDim, 2) * 2;
+  return std::max(query, output) + 2 * (key + value);
+}
+
+bool mma::keepsQueryInRegisters(const MmaShape &shape) {
+  return shape.headDim <= 128;
+}
+
+std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape, int64_t qTile,
+                                         int64_t kvTile,
+                                         int64_t sharedMemoryPerBlock) {
+  // Larger tiles first: FlashAttention-2's 128 x 128 for D <= 64 and
+  // 128 x 64 for D <= 128; 64-row blocks above, whose accumulators take
+  // twice the registers.
+  static constexpr MmaTiles small[] = {
+      {128, 128}, {128, 64}, {64, 64}, {64, 32}, {64, 16}, {32, 16}, {16, 16}};
+  static constexpr MmaTiles medium[] = {{128, 64}, {64, 64}, {64, 32},
+                                        {64, 16},  {32, 16}, {16, 16}};
+  static constexpr MmaTiles large[] = {
+      {64, 64}, {64, 32}, {64, 16}, {32, 16}, {16, 16}};
+  int64_t widest = std::max(shape.headDim, shape.valueHeadDim);
+  ArrayRef<MmaTiles> candidates = widest <= 64    ? ArrayRef(small)
+                                  : widest <= 128 ? ArrayRef(medium)
+                                                  : ArrayRef(large);
+  for (MmaTiles tiles : candidates) {
+    if (qTile > 0)
+      tiles.qTile = qTile;
+    if (kvTile > 0)
+      tiles.kvTile = kvTile;
+    if (sharedBytes(tiles, shape) <= sharedMemoryPerBlock)
+      return tiles;
+  }
+  return std::nullopt;
+}
+
+void MmaKernel::build() { BlockBuilder(*this).build(); }

@@ -1,0 +1,76 @@
+//===- MmaKernel.h - the body of the mma.sync attention kernel --*- C++ -*-===//
+//
+// One block computes q-tile rows of one (batch, head) of attn.attention on
+// tensor cores; each warp owns 16 of the rows. The fragment layout is the
+// mma.sync m16n8 accumulator's: lane l holds, for each 8-column chunk,
+// columns 2(l % 4) and 2(l % 4) + 1 of rows l / 4 and l / 4 + 8.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_CONVERSION_ATTENTIONTOMMA_MMAKERNEL_H
+#define ATTN_LIB_CONVERSION_ATTENTIONTOMMA_MMAKERNEL_H
+
+#include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Transforms/RegionInliner.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <optional>
+
+namespace mlir::attn::mma {
+
+/// Rows of a block (16 per warp) and keys per kv step.
+struct MmaTiles {
+  int64_t qTile = 0;
+  int64_t kvTile = 0;
+
+  int64_t warps() const { return qTile / 16; }
+  int64_t threads() const { return 32 * warps(); }
+};
+
+/// What a kernel computes, as far as its tiles and shared memory depend
+/// on it.
+struct MmaShape {
+  int64_t headDim;
+  int64_t valueHeadDim;
+  int64_t outputBytes;
+};
+
+/// Bytes of dynamic shared memory a block uses: the Q tile (or, after the
+/// kv loop, the output rows), two K and two V tiles, rows padded by 16 bytes.
+int64_t sharedBytes(const MmaTiles &tiles, const MmaShape &shape);
+
+/// Whether the kernel keeps a warp's Q fragments in registers (D <= 128);
+/// larger heads read them from shared memory at each step instead.
+bool keepsQueryInRegisters(const MmaShape &shape);
+
+/// The tiles for `shape` (FlashAttention-2's choices where they fit),
+/// honouring a nonzero `qTile` or `kvTile`; none if nothing fits
+/// `sharedMemoryPerBlock`.
+std::optional<MmaTiles> chooseTiles(const MmaShape &shape, int64_t qTile,
+                                    int64_t kvTile,
+                                    int64_t sharedMemoryPerBlock);
+
+/// Builds a block's work inside a gpu.launch body. The memrefs are the
+/// op's operands as buffers ([B, H, len, D]); `lse` may be null.
+struct MmaKernel {
+  OpBuilder &b;
+  Location loc;
+  AttentionOp op;
+  MmaTiles tiles;
+  RegionInliner regions;
+
+  Value query, key, value, output, lse;
+  /// The block's shared memory: Q [q-tile, D + pad], K [2, kv-tile, D + pad],
+  /// V [2, kv-tile, Dv + pad] and the output rows [q-tile, Dv + pad] that
+  /// alias Q.
+  Value queryStage, keyStage, valueStage, outputStage;
+  /// Block and thread ids and the grid's x extent.
+  Value blockX, gridX, head, batch, tid;
+
+  void build();
+};
+
+} // namespace mlir::attn::mma
+
+#endif // ATTN_LIB_CONVERSION_ATTENTIONTOMMA_MMAKERNEL_H
