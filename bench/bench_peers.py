@@ -22,7 +22,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from triton.testing import do_bench
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gpu_check import attn, median_ms  # noqa: E402
+from gpu_check import attn  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 # The bundle's mask_mod by name -> the mask this benchmark gives Flex.
@@ -84,19 +84,19 @@ def main():
             flops = 4.0 * b * h * n * n * d * density  # useful FLOPs
             row = {"dtype": name, "D": d, "mask": kind, "causal": causal,
                    "density": density, "B": b, "H": h, "N": n}
-            # Our runs take up to seconds: 1 warm-up, median of 2.
-            row["attn_ms"] = median_ms(run_attn, repeats=2)
+            row["attn_ms"] = do_bench(run_attn, warmup=25, rep=100,
+                                      return_mode="median")
             backends = ((("flash", SDPBackend.FLASH_ATTENTION),
                          ("cudnn", SDPBackend.CUDNN_ATTENTION))
                         if kind in ("causal", "full") else ())
-            for name, backend in backends:
+            for peer, backend in backends:
                 try:
                     with sdpa_kernel([backend]):
                         run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
                         run()
-                        row[name + "_ms"] = do_bench(run, warmup=25, rep=100, return_mode="median")
+                        row[peer + "_ms"] = do_bench(run, warmup=25, rep=100, return_mode="median")
                 except Exception as e:  # a backend may not take this shape
-                    row[name + "_error"] = repr(e)[:120]
+                    row[peer + "_error"] = repr(e)[:120]
             try:
                 mask = (create_block_mask(mask_mod, None, None, n, n, device="cuda")
                         if mask_mod is not None else None)

@@ -101,6 +101,18 @@ def reference(q, k, v, causal, window, scale):
     return o, lse.squeeze(-1)
 
 
+def peer_error(q, k, v, causal, scale, ro):
+    """The error of SDPA's flash backend on these inputs, measured as ours
+    is (against the float64 reference rounded to the output type)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    g = q.shape[1] // k.shape[1]
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        o = torch.nn.functional.scaled_dot_product_attention(
+            q, k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1),
+            is_causal=causal, scale=scale)
+    return ((o.double() - ro).norm() / ro.norm().clamp_min(1e-300)).item()
+
+
 def median_ms(run, repeats=20, warmup=1):
     """Median of CUDA-event timings after `warmup` runs."""
     for _ in range(warmup):
@@ -178,6 +190,9 @@ def main():
     ap.add_argument("--heads", default="4:4,8:2,8:1")
     ap.add_argument("--lens", default="1,17,64,130,257")
     ap.add_argument("--tolerance", type=float, default=0.0)
+    ap.add_argument("--peer-error", action="store_true",
+                    help="also measure SDPA's flash backend on the same "
+                         "inputs with the same error measure")
     ap.add_argument("--bench", default="",
                     help="B,H,N: after the checks, time this shape (Hq = "
                          "Hkv = H, M = N) next to PyTorch SDPA")
@@ -193,7 +208,7 @@ def main():
              else 1 / math.sqrt(d))
     torch.manual_seed(0)
     cases = failures = 0
-    worst = 0.0
+    worst = peer_worst = 0.0
     for b, hp, m, n in itertools.product(
             [int(x) for x in a.batch.split(",")], a.heads.split(","),
             [int(x) for x in a.lens.split(",")],
@@ -218,11 +233,16 @@ def main():
                     rl[finite].norm().clamp_min(1e-300)).item()
             ok &= bool((got[~finite] == rl[~finite]).all()) and lerr <= tol
             err = max(err, lerr)
+        if a.peer_error and not window:
+            peer_worst = max(peer_worst, peer_error(q, k, v, causal, scale, ro))
         cases += 1
         failures += not ok
         worst = max(worst, err)
         if not ok:
             print(f"  FAIL B={b} Hq={hq} Hkv={hkv} M={m} N={n}: error {err:.3e}")
+    if a.peer_error:
+        print(f"gpu_check: SDPA flash on the same inputs: worst error "
+              f"{peer_worst:.3e}")
     if a.bench:
         bench(kernel, a, dtype, d, dv, causal, lse)
     print(f"gpu_check {os.path.basename(a.bundle)} dtype={name} D={d} "

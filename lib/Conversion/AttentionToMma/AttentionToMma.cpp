@@ -47,7 +47,7 @@ struct AttentionToMmaPass : attn::impl::AttentionToMmaBase<AttentionToMmaPass> {
       getOperation()->emitError()
           << "attn-attention-to-mma: q-tile must be a multiple of 16 up to "
              "512 and kv-tile a multiple of 16 up to 256 (0: chosen), got "
-          << qTile << " and " << kvTile;
+          << qTile.getValue() << " and " << kvTile.getValue();
       return signalPassFailure();
     }
     SmallVector<AttentionOp> ops;
@@ -72,15 +72,17 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
   auto outType = op.getOutputType();
   Type outElement = outType.getElementType();
   MmaShape shape{op.getHeadDim(), op.getValueHeadDim(),
-                 outElement.getIntOrFloatBitWidth() / 8};
+                 outElement.getIntOrFloatBitWidth() / 8, op.getCausal(),
+                 op.hasMaskMod() || op.hasScoreMod()};
   std::optional<MmaTiles> tiles =
       chooseTiles(shape, qTile, kvTile, sharedMemoryPerBlock);
   if (!tiles)
     return op.emitOpError()
-           << "has no mma.sync tiles that fit " << sharedMemoryPerBlock
+           << "has no mma.sync tiles that fit "
+           << sharedMemoryPerBlock.getValue()
            << " bytes of shared memory per block (D = " << shape.headDim
-           << ", Dv = " << shape.valueHeadDim << ", q-tile " << qTile
-           << ", kv-tile " << kvTile << ")";
+           << ", Dv = " << shape.valueHeadDim << ", q-tile " << qTile.getValue()
+           << ", kv-tile " << kvTile.getValue() << ")";
   int64_t bytes = sharedBytes(*tiles, shape);
 
   rewriter.setInsertionPoint(op);
@@ -121,6 +123,8 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
                                  rewriter.getI64IntegerAttr(tiles->kvTile)),
            rewriter.getNamedAttr("warps",
                                  rewriter.getI64IntegerAttr(tiles->warps())),
+           rewriter.getNamedAttr("bands",
+                                 rewriter.getI64IntegerAttr(tiles->bands)),
            rewriter.getNamedAttr("shared_bytes",
                                  rewriter.getI64IntegerAttr(bytes))}));
 

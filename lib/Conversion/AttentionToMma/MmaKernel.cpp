@@ -44,6 +44,8 @@ int64_t paddedWidth(int64_t width, int64_t elementBytes) {
 /// Four values per lane: an mma.sync A fragment (i32 pairs), or an
 /// accumulator chunk (f32: rows g and g + 8, two columns each).
 using Fragment = SmallVector<Value, 4>;
+/// A band's fragments: 16 rows, 8 columns per fragment.
+using BandTile = SmallVector<Fragment>;
 
 class BlockBuilder {
 public:
@@ -52,7 +54,7 @@ public:
         d(op.getHeadDim()), dv(op.getValueHeadDim()),
         element(op.getQueryType().getElementType()),
         outElement(op.getOutputType().getElementType()), f32(b.getF32Type()),
-        i32(b.getI32Type()) {}
+        i32(b.getI32Type()), bands(kernel.tiles.bands) {}
 
   void build();
 
@@ -101,14 +103,16 @@ private:
   Value asRegister(Value pair);
   Value shuffleXor(Value v, int32_t offset);
 
-  /// A warp's A fragment of Q for k-step `kk`, from shared memory.
-  Fragment queryFragment(int64_t kk);
-  /// S = Q K^T for the K tile in buffer `buffer` (0 or 1).
-  SmallVector<Fragment> scores(Value buffer, ArrayRef<Fragment> queryFragments);
+  /// The A fragment of Q for band `band` and k-step `kk`, from shared
+  /// memory.
+  Fragment queryFragment(int64_t band, int64_t kk);
+  /// S = Q K^T for the K tile in buffer `buffer` (0 or 1), per band; Q
+  /// fragments [band][kk] from registers, or shared memory if none.
+  SmallVector<BandTile> scores(Value buffer, ArrayRef<BandTile> queryFragments);
   /// score_mod, then the masks, at each register's position (`masked`), or
   /// score_mod alone.
-  SmallVector<Fragment> modifyScores(ArrayRef<Fragment> s, Value kv0,
-                                     bool masked);
+  BandTile modifyScores(ArrayRef<Fragment> s, Value kv0, int64_t band,
+                        bool masked);
   /// What turns an mma score into a log2-domain score: the scale times
   /// log2(e) without a score_mod (log2(e) after one). Applied to the scores
   /// before the masks (scoreScale) unless it is positive and there is no
@@ -125,10 +129,11 @@ private:
                                 SmallVector<Value> &maxes,
                                 SmallVector<Value> &sums,
                                 SmallVector<Fragment> &acc);
-  /// O += P V for the V tile in buffer `buffer`.
-  void accumulate(ArrayRef<Fragment> probs, Value buffer,
-                  SmallVector<Fragment> &acc);
-  void storeOutput(ArrayRef<Fragment> acc, ArrayRef<Value> sums,
+  /// O += P V for the V tile in buffer `buffer`, per band.
+  void accumulate(ArrayRef<BandTile> probs, Value buffer,
+                  SmallVector<BandTile> &acc);
+  /// Per band: the accumulators, and the (max, sum) of rows g and g + 8.
+  void storeOutput(ArrayRef<BandTile> acc, ArrayRef<Value> sums,
                    ArrayRef<Value> maxes);
 
   MmaKernel &k;
@@ -147,9 +152,10 @@ private:
   Value warpRow, lane, g, t, t2;
   Value keyRowLane, keyColLane, valueRowLane, valueColLane, queryRowLane,
       queryColLane;
-  // The two rows a lane's fragments hold: block positions and the clamped
-  // whole-problem q a region sees.
-  Value rowQ[2], regionQ[2];
+  // Per band, the two rows a lane's fragments hold: positions in the op's
+  // rows and the clamped whole-problem q a region sees.
+  SmallVector<std::array<Value, 2>> rowQ, regionQ;
+  int64_t bands;
 };
 
 void BlockBuilder::copyRows(Value source, Value head, Value start, Value limit,
@@ -238,35 +244,42 @@ Value BlockBuilder::shuffleXor(Value v, int32_t offset) {
       .getShuffleResult();
 }
 
-Fragment BlockBuilder::queryFragment(int64_t kk) {
-  return loadMatrix(k.queryStage,
-                    {add(warpRow, queryRowLane), add(queryColLane, c(16 * kk))},
+Fragment BlockBuilder::queryFragment(int64_t band, int64_t kk) {
+  Value row = add(add(warpRow, c(16 * band)), queryRowLane);
+  return loadMatrix(k.queryStage, {row, add(queryColLane, c(16 * kk))},
                     /*transpose=*/false);
 }
 
-SmallVector<Fragment> BlockBuilder::scores(Value buffer,
-                                           ArrayRef<Fragment> queryFragments) {
+SmallVector<BandTile> BlockBuilder::scores(Value buffer,
+                                           ArrayRef<BandTile> queryFragments) {
   int64_t chunks = k.tiles.kvTile / kChunk;
   Value zero = f32c(0.0);
-  SmallVector<Fragment> s(chunks, Fragment(4, zero));
+  SmallVector<BandTile> s(bands, BandTile(chunks, Fragment(4, zero)));
   for (int64_t kk = 0; kk < d / 16; ++kk) {
-    Fragment a =
-        queryFragments.empty() ? queryFragment(kk) : queryFragments[kk];
+    SmallVector<Fragment> a;
+    for (int64_t band = 0; band < bands; ++band)
+      a.push_back(queryFragments.empty() ? queryFragment(band, kk)
+                                         : queryFragments[band][kk]);
     Value col = add(keyColLane, c(16 * kk));
+    // Each K fragment feeds every band of the warp.
     for (int64_t pair = 0; pair < chunks / 2; ++pair) {
       Fragment key =
           loadMatrix(k.keyStage, {buffer, add(keyRowLane, c(16 * pair)), col},
                      /*transpose=*/false);
-      s[2 * pair] = mmaSync(a, {key[0], key[1]}, s[2 * pair]);
-      s[2 * pair + 1] = mmaSync(a, {key[2], key[3]}, s[2 * pair + 1]);
+      for (int64_t band = 0; band < bands; ++band) {
+        BandTile &tile = s[band];
+        tile[2 * pair] = mmaSync(a[band], {key[0], key[1]}, tile[2 * pair]);
+        tile[2 * pair + 1] =
+            mmaSync(a[band], {key[2], key[3]}, tile[2 * pair + 1]);
+      }
     }
   }
   return s;
 }
 
-SmallVector<Fragment> BlockBuilder::modifyScores(ArrayRef<Fragment> s,
-                                                 Value kv0, bool masked) {
-  SmallVector<Fragment> out;
+BandTile BlockBuilder::modifyScores(ArrayRef<Fragment> s, Value kv0,
+                                    int64_t band, bool masked) {
+  BandTile out;
   Value lastKv = max(sub(n, c(1)), c(0));
   Value negInf = f32c(kNegInf);
   Value scale = f32c(op.getScaleValue());
@@ -276,7 +289,7 @@ SmallVector<Fragment> BlockBuilder::modifyScores(ArrayRef<Fragment> s,
     for (int64_t e = 0; e < 4; ++e) {
       Value kv = add(kv0, add(t2, c(kChunk * chunk + e % 2)));
       Value regionKv = add(offKV, min(kv, lastKv));
-      Value q = regionQ[e / 2];
+      Value q = regionQ[band][e / 2];
       Value x = values[e];
       if (op.hasScoreMod()) {
         Value scaled = arith::MulFOp::create(b, loc, x, scale);
@@ -304,58 +317,67 @@ SmallVector<Fragment> BlockBuilder::modifyScores(ArrayRef<Fragment> s,
   return out;
 }
 
-void BlockBuilder::accumulate(ArrayRef<Fragment> probs, Value buffer,
-                              SmallVector<Fragment> &acc) {
-  for (auto [kk, a] : llvm::enumerate(probs)) {
+void BlockBuilder::accumulate(ArrayRef<BandTile> probs, Value buffer,
+                              SmallVector<BandTile> &acc) {
+  for (int64_t kk = 0; kk < k.tiles.kvTile / 16; ++kk) {
     Value row = add(valueRowLane, c(16 * kk));
+    // Each V fragment feeds every band of the warp.
     for (int64_t pair = 0; pair < dv / 16; ++pair) {
       Fragment v = loadMatrix(k.valueStage,
                               {buffer, row, add(valueColLane, c(16 * pair))},
                               /*transpose=*/true);
-      acc[2 * pair] = mmaSync(a, {v[0], v[1]}, acc[2 * pair]);
-      acc[2 * pair + 1] = mmaSync(a, {v[2], v[3]}, acc[2 * pair + 1]);
+      for (int64_t band = 0; band < bands; ++band) {
+        BandTile &tile = acc[band];
+        const Fragment &a = probs[band][kk];
+        tile[2 * pair] = mmaSync(a, {v[0], v[1]}, tile[2 * pair]);
+        tile[2 * pair + 1] = mmaSync(a, {v[2], v[3]}, tile[2 * pair + 1]);
+      }
     }
   }
 }
 
-void BlockBuilder::storeOutput(ArrayRef<Fragment> acc, ArrayRef<Value> sums,
+void BlockBuilder::storeOutput(ArrayRef<BandTile> acc, ArrayRef<Value> sums,
                                ArrayRef<Value> maxes) {
   Value zero = f32c(0.0);
   Value one = f32c(1.0);
-  Value inverse[2];
-  for (int64_t r = 0; r < 2; ++r) {
+  SmallVector<Value> inverse;
+  for (Value sum : sums) {
     Value empty =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sums[r], zero);
-    Value reciprocal = arith::DivFOp::create(b, loc, one, sums[r]);
-    inverse[r] = arith::SelectOp::create(b, loc, empty, zero, reciprocal);
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sum, zero);
+    Value reciprocal = arith::DivFOp::create(b, loc, one, sum);
+    inverse.push_back(arith::SelectOp::create(b, loc, empty, zero, reciprocal));
   }
   // The Q tile's rows become the output rows: every warp is past its last
   // read of Q, K and V.
   gpu::BarrierOp::create(b, loc);
+  int64_t outBytes = outElement.getIntOrFloatBitWidth() / 8;
   auto pairType = VectorType::get({2}, f32);
-  for (auto [chunk, values] : llvm::enumerate(acc)) {
-    Value col = add(t2, c(kChunk * chunk));
-    for (int64_t r = 0; r < 2; ++r) {
-      Value lo = arith::MulFOp::create(b, loc, values[2 * r], inverse[r]);
-      Value hi = arith::MulFOp::create(b, loc, values[2 * r + 1], inverse[r]);
-      Value pair =
-          vector::FromElementsOp::create(b, loc, pairType, ValueRange{lo, hi});
-      if (outElement != f32)
-        pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, outElement),
-                                       pair);
-      Value row = add(add(warpRow, g), c(8 * r));
-      vector::StoreOp::create(b, loc, pair, k.outputStage,
-                              ValueRange{row, col});
+  for (int64_t band = 0; band < bands; ++band) {
+    for (auto [chunk, values] : llvm::enumerate(acc[band])) {
+      Value col = add(t2, c(kChunk * chunk));
+      for (int64_t r = 0; r < 2; ++r) {
+        Value scale = inverse[2 * band + r];
+        Value lo = arith::MulFOp::create(b, loc, values[2 * r], scale);
+        Value hi = arith::MulFOp::create(b, loc, values[2 * r + 1], scale);
+        Value pair = vector::FromElementsOp::create(b, loc, pairType,
+                                                    ValueRange{lo, hi});
+        if (outElement != f32)
+          pair = arith::TruncFOp::create(
+              b, loc, VectorType::get({2}, outElement), pair);
+        Value row = add(add(warpRow, g), c(16 * band + 8 * r));
+        vector::StoreOp::create(b, loc, pair, k.outputStage,
+                                ValueRange{row, col}, /*nontemporal=*/false,
+                                b.getI64IntegerAttr(2 * outBytes));
+      }
     }
   }
-  // Each warp reads back only its own 16 rows.
+  // Each warp reads back only its own rows.
   NVVM::SyncWarpOp::create(
       b, loc, arith::ConstantIntOp::create(b, loc, i32, -1).getResult());
-  int64_t outBytes = outElement.getIntOrFloatBitWidth() / 8;
   int64_t vectorElements = 16 / outBytes;
   int64_t chunksPerRow = dv / vectorElements;
   auto vectorType = VectorType::get({vectorElements}, outElement);
-  for (int64_t i = 0; i < 16 * chunksPerRow / 32; ++i) {
+  for (int64_t i = 0; i < 16 * bands * chunksPerRow / 32; ++i) {
     Value idx = add(lane, c(32 * i));
     Value stageRow = add(warpRow, div(idx, chunksPerRow));
     Value col = mul(rem(idx, chunksPerRow), c(vectorElements));
@@ -363,8 +385,9 @@ void BlockBuilder::storeOutput(ArrayRef<Fragment> acc, ArrayRef<Value> sums,
     auto inside = scf::IfOp::create(b, loc, less(row, m));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(inside.thenBlock());
-    Value v = vector::LoadOp::create(b, loc, vectorType, k.outputStage,
-                                     ValueRange{stageRow, col});
+    Value v = vector::LoadOp::create(
+        b, loc, vectorType, k.outputStage, ValueRange{stageRow, col},
+        /*nontemporal=*/false, b.getI64IntegerAttr(16));
     vector::StoreOp::create(b, loc, v, k.output,
                             ValueRange{k.batch, k.head, row, col},
                             /*nontemporal=*/false, b.getI64IntegerAttr(16));
@@ -374,20 +397,24 @@ void BlockBuilder::storeOutput(ArrayRef<Fragment> acc, ArrayRef<Value> sums,
   // lse = (max + log2(sum)) * ln(2) in natural log; -inf for empty rows.
   Value firstOfQuad =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t, c(0));
-  for (int64_t r = 0; r < 2; ++r) {
-    Value store = arith::AndIOp::create(b, loc, firstOfQuad, less(rowQ[r], m));
-    auto inside = scf::IfOp::create(b, loc, store);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(inside.thenBlock());
-    Value log2Sum = math::Log2Op::create(b, loc, sums[r]);
-    Value lse = arith::MulFOp::create(
-        b, loc, arith::AddFOp::create(b, loc, maxes[r], log2Sum), f32c(kLn2));
-    Value empty =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sums[r], zero);
-    lse = arith::SelectOp::create(b, loc, empty, f32c(kNegInf), lse);
-    memref::StoreOp::create(b, loc, lse, k.lse,
-                            ValueRange{k.batch, k.head, rowQ[r]});
-  }
+  for (int64_t band = 0; band < bands; ++band)
+    for (int64_t r = 0; r < 2; ++r) {
+      Value sum = sums[2 * band + r];
+      Value row = rowQ[band][r];
+      Value store = arith::AndIOp::create(b, loc, firstOfQuad, less(row, m));
+      auto inside = scf::IfOp::create(b, loc, store);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(inside.thenBlock());
+      Value log2Sum = math::Log2Op::create(b, loc, sum);
+      Value lse = arith::MulFOp::create(
+          b, loc, arith::AddFOp::create(b, loc, maxes[2 * band + r], log2Sum),
+          f32c(kLn2));
+      Value empty =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sum, zero);
+      lse = arith::SelectOp::create(b, loc, empty, f32c(kNegInf), lse);
+      memref::StoreOp::create(b, loc, lse, k.lse,
+                              ValueRange{k.batch, k.head, row});
+    }
 }
 
 SmallVector<Fragment> BlockBuilder::softmax(SmallVector<Fragment> &s,
@@ -444,21 +471,22 @@ SmallVector<Fragment> BlockBuilder::softmax(SmallVector<Fragment> &s,
   return probs;
 }
 
-/// Flattens fragments and scalars into one value list (loop-carried).
-static SmallVector<Value> flatten(ArrayRef<Fragment> fragments,
-                                  ArrayRef<Value> scalars = {}) {
+/// Every band's fragments as one value list (loop-carried, yielded).
+static SmallVector<Value> flattenTiles(ArrayRef<BandTile> tiles) {
   SmallVector<Value> values;
-  for (const Fragment &fragment : fragments)
-    values.append(fragment.begin(), fragment.end());
-  values.append(scalars.begin(), scalars.end());
+  for (const BandTile &tile : tiles)
+    for (const Fragment &fragment : tile)
+      values.append(fragment.begin(), fragment.end());
   return values;
 }
 
-static SmallVector<Fragment> fragmentsOf(ValueRange values, int64_t count) {
-  SmallVector<Fragment> fragments;
-  for (int64_t i = 0; i < count; ++i)
-    fragments.push_back(Fragment(values.slice(4 * i, 4)));
-  return fragments;
+/// The inverse of flattenTiles for `bands` tiles of `chunks` fragments.
+static SmallVector<BandTile> tilesOf(ValueRange values, int64_t bands,
+                                     int64_t chunks) {
+  SmallVector<BandTile> tiles(bands);
+  for (int64_t i = 0; i < bands * chunks; ++i)
+    tiles[i / chunks].push_back(Fragment(values.slice(4 * i, 4)));
+  return tiles;
 }
 
 void BlockBuilder::build() {
@@ -483,7 +511,7 @@ void BlockBuilder::build() {
   q0 = mul(qBlock, c(tiles.qTile));
 
   lane = rem(k.tid, 32);
-  warpRow = mul(div(k.tid, 32), c(16));
+  warpRow = mul(div(k.tid, 32), c(16 * bands));
   g = div(lane, 4);
   t = rem(lane, 4);
   t2 = mul(t, c(2));
@@ -498,9 +526,14 @@ void BlockBuilder::build() {
   queryRowLane = rem(lane, 16);
   queryColLane = half;
   Value lastQ = max(sub(m, c(1)), c(0));
-  for (int64_t r = 0; r < 2; ++r) {
-    rowQ[r] = add(add(q0, warpRow), add(g, c(8 * r)));
-    regionQ[r] = add(offQ, min(rowQ[r], lastQ));
+  for (int64_t band = 0; band < bands; ++band) {
+    std::array<Value, 2> rows, clamped;
+    for (int64_t r = 0; r < 2; ++r) {
+      rows[r] = add(add(q0, warpRow), add(g, c(16 * band + 8 * r)));
+      clamped[r] = add(offQ, min(rows[r], lastQ));
+    }
+    rowQ.push_back(rows);
+    regionQ.push_back(clamped);
   }
 
   // The kv-tiles the block visits, and how many lead without masks.
@@ -528,28 +561,34 @@ void BlockBuilder::build() {
     copyRows(k.key, kvHead, c(0), n, tiles.kvTile, d, k.keyStage, {c(0)});
   }
   commitGroup();
-  SmallVector<Fragment> queryFragments;
-  if (keepsQueryInRegisters({d, dv, 0})) {
+  SmallVector<BandTile> queryFragments;
+  if (keepsQueryInRegisters(tiles, {d, dv, 0, false, false})) {
     waitGroups(1);
-    for (int64_t kk = 0; kk < d / 16; ++kk)
-      queryFragments.push_back(queryFragment(kk));
+    for (int64_t band = 0; band < bands; ++band) {
+      BandTile fragments;
+      for (int64_t kk = 0; kk < d / 16; ++kk)
+        fragments.push_back(queryFragment(band, kk));
+      queryFragments.push_back(fragments);
+    }
   }
 
   int64_t accChunks = dv / kChunk;
   int64_t scoreChunks = tiles.kvTile / kChunk;
   Value zero = f32c(0.0);
   Value negInf = f32c(kNegInf);
-  SmallVector<Value> inits(4 * accChunks, zero);
-  inits.append({negInf, negInf, zero, zero});
+  int64_t accValues = 4 * accChunks * bands;
+  SmallVector<Value> inits(accValues, zero);
+  inits.append(SmallVector<Value>(2 * bands, negInf));
+  inits.append(SmallVector<Value>(2 * bands, zero));
   auto loop = scf::ForOp::create(b, loc, c(0), steps, c(1), inits);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value j = loop.getInductionVar();
     ValueRange carried = loop.getRegionIterArgs();
-    SmallVector<Fragment> acc = fragmentsOf(carried, accChunks);
-    SmallVector<Value> maxes(carried.slice(4 * accChunks, 2));
-    SmallVector<Value> sums(carried.slice(4 * accChunks + 2, 2));
+    SmallVector<BandTile> acc = tilesOf(carried, bands, accChunks);
+    SmallVector<Value> maxes(carried.slice(accValues, 2 * bands));
+    SmallVector<Value> sums(carried.slice(accValues + 2 * bands, 2 * bands));
     Value buffer = rem(j, 2);
     Value kv0 = mul(j, kvTile);
 
@@ -557,7 +596,7 @@ void BlockBuilder::build() {
     copyRows(k.value, kvHead, kv0, n, tiles.kvTile, dv, k.valueStage, {buffer});
     commitGroup();
     waitGroups(1);
-    SmallVector<Fragment> s = scores(buffer, queryFragments);
+    SmallVector<BandTile> s = scores(buffer, queryFragments);
     Value next = add(j, c(1));
     {
       auto prefetch = scf::IfOp::create(b, loc, less(next, steps));
@@ -569,7 +608,7 @@ void BlockBuilder::build() {
     commitGroup();
 
     // Tiles past the unmasked lead apply the masks.
-    SmallVector<Value> flat = flatten(s);
+    SmallVector<Value> flat = flattenTiles(s);
     auto masked = scf::IfOp::create(
         b, loc, TypeRange(SmallVector<Type>(flat.size(), f32)),
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j, fullSteps),
@@ -578,23 +617,34 @@ void BlockBuilder::build() {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(withMasks ? masked.thenBlock()
                                            : masked.elseBlock());
-      scf::YieldOp::create(b, loc, flatten(modifyScores(s, kv0, withMasks)));
+      SmallVector<BandTile> modified;
+      for (int64_t band = 0; band < bands; ++band)
+        modified.push_back(modifyScores(s[band], kv0, band, withMasks));
+      scf::YieldOp::create(b, loc, flattenTiles(modified));
     }
-    s = fragmentsOf(masked.getResults(), scoreChunks);
+    s = tilesOf(masked.getResults(), bands, scoreChunks);
 
-    SmallVector<Fragment> probs = softmax(s, maxes, sums, acc);
+    SmallVector<BandTile> probs;
+    for (int64_t band = 0; band < bands; ++band) {
+      SmallVector<Value> bandMaxes(ArrayRef<Value>(maxes).slice(2 * band, 2));
+      SmallVector<Value> bandSums(ArrayRef<Value>(sums).slice(2 * band, 2));
+      probs.push_back(softmax(s[band], bandMaxes, bandSums, acc[band]));
+      std::copy(bandMaxes.begin(), bandMaxes.end(), maxes.begin() + 2 * band);
+      std::copy(bandSums.begin(), bandSums.end(), sums.begin() + 2 * band);
+    }
     waitGroups(1);
     accumulate(probs, buffer, acc);
-    SmallVector<Value> scalars = maxes;
-    scalars.append(sums);
-    scf::YieldOp::create(b, loc, flatten(acc, scalars));
+    SmallVector<Value> carriedOut = flattenTiles(acc);
+    carriedOut.append(maxes);
+    carriedOut.append(sums);
+    scf::YieldOp::create(b, loc, carriedOut);
   }
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
 
   ValueRange results = loop.getResults();
-  SmallVector<Fragment> acc = fragmentsOf(results, accChunks);
-  SmallVector<Value> maxes(results.slice(4 * accChunks, 2));
-  SmallVector<Value> sums(results.slice(4 * accChunks + 2, 2));
+  SmallVector<BandTile> acc = tilesOf(results, bands, accChunks);
+  SmallVector<Value> maxes(results.slice(accValues, 2 * bands));
+  SmallVector<Value> sums(results.slice(accValues + 2 * bands, 2 * bands));
   // Each lane summed its own columns: add the quad's.
   for (Value &sum : sums)
     for (int32_t offset : {1, 2})
@@ -614,31 +664,43 @@ int64_t mma::sharedBytes(const MmaTiles &tiles, const MmaShape &shape) {
   return std::max(query, output) + 2 * (key + value);
 }
 
-bool mma::keepsQueryInRegisters(const MmaShape &shape) {
-  return shape.headDim <= 128;
+bool mma::keepsQueryInRegisters(const MmaTiles &tiles, const MmaShape &shape) {
+  return shape.headDim * tiles.bands <= 128;
 }
 
 std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape, int64_t qTile,
                                          int64_t kvTile,
                                          int64_t sharedMemoryPerBlock) {
-  // Larger tiles first: FlashAttention-2's 128 x 128 for D <= 64 and
-  // 128 x 64 for D <= 128; 64-row blocks above, whose accumulators take
-  // twice the registers.
-  static constexpr MmaTiles small[] = {
-      {128, 128}, {128, 64}, {64, 64}, {64, 32}, {64, 16}, {32, 16}, {16, 16}};
-  static constexpr MmaTiles medium[] = {{128, 64}, {64, 64}, {64, 32},
-                                        {64, 16},  {32, 16}, {16, 16}};
-  static constexpr MmaTiles large[] = {
-      {64, 64}, {64, 32}, {64, 16}, {32, 16}, {16, 16}};
+  // Larger tiles first, in the shapes of FlashAttention-2: 128-row blocks
+  // of 4 warps, each with two bands of 16 rows that share every K and V
+  // fragment (half the shared-memory reads per mma of one band). Two bands
+  // fit the registers with kv-tiles of 64 up to D = 64 without mask
+  // arithmetic; with kv-tiles of 32 up to D = 64 when causal, and at
+  // D = 128 without masks; other kernels keep one band. Above D = 128 the
+  // accumulators of one band alone take 128 registers.
+  static constexpr MmaTiles narrow[] = {{128, 64, 2}, {128, 32, 2},
+                                        {64, 32, 2},  {32, 32, 2},
+                                        {32, 16, 2},  {16, 16, 1}};
+  static constexpr MmaTiles wideDense[] = {
+      {128, 32, 2}, {64, 32, 2}, {32, 32, 2}, {32, 16, 2}, {16, 16, 1}};
+  static constexpr MmaTiles wide[] = {{128, 64, 1}, {64, 64, 1}, {64, 32, 1},
+                                      {64, 16, 1},  {32, 16, 1}, {16, 16, 1}};
   int64_t widest = std::max(shape.headDim, shape.valueHeadDim);
-  ArrayRef<MmaTiles> candidates = widest <= 64    ? ArrayRef(small)
-                                  : widest <= 128 ? ArrayRef(medium)
-                                                  : ArrayRef(large);
+  bool dense = !shape.causal && !shape.regions;
+  ArrayRef<MmaTiles> candidates = ArrayRef(wide);
+  if (widest <= 64 && dense)
+    candidates = narrow;
+  else if ((widest <= 64 && !shape.regions) || (widest <= 128 && dense))
+    candidates = wideDense;
+  if (widest > 128)
+    candidates = candidates.drop_front();
   for (MmaTiles tiles : candidates) {
     if (qTile > 0)
       tiles.qTile = qTile;
     if (kvTile > 0)
       tiles.kvTile = kvTile;
+    if (tiles.qTile % (16 * tiles.bands) != 0)
+      tiles.bands = 1;
     if (sharedBytes(tiles, shape) <= sharedMemoryPerBlock)
       return tiles;
   }

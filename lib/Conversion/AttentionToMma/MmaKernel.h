@@ -19,12 +19,14 @@
 
 namespace mlir::attn::mma {
 
-/// Rows of a block (16 per warp) and keys per kv step.
+/// Rows of a block, keys per kv step, and bands of 16 rows per warp (a
+/// warp's K and V fragments feed each of its bands).
 struct MmaTiles {
   int64_t qTile = 0;
   int64_t kvTile = 0;
+  int64_t bands = 1;
 
-  int64_t warps() const { return qTile / 16; }
+  int64_t warps() const { return qTile / (16 * bands); }
   int64_t threads() const { return 32 * warps(); }
 };
 
@@ -34,15 +36,20 @@ struct MmaShape {
   int64_t headDim;
   int64_t valueHeadDim;
   int64_t outputBytes;
+  /// Per-element mask and score arithmetic, which takes registers: causal,
+  /// and mask_mod or score_mod regions.
+  bool causal;
+  bool regions;
 };
 
 /// Bytes of dynamic shared memory a block uses: the Q tile (or, after the
 /// kv loop, the output rows), two K and two V tiles, rows padded by 16 bytes.
 int64_t sharedBytes(const MmaTiles &tiles, const MmaShape &shape);
 
-/// Whether the kernel keeps a warp's Q fragments in registers (D <= 128);
-/// larger heads read them from shared memory at each step instead.
-bool keepsQueryInRegisters(const MmaShape &shape);
+/// Whether the kernel keeps a warp's Q fragments in registers (D times its
+/// bands at most 128); otherwise it reads them from shared memory at each
+/// step.
+bool keepsQueryInRegisters(const MmaTiles &tiles, const MmaShape &shape);
 
 /// The tiles for `shape` (FlashAttention-2's choices where they fit),
 /// honouring a nonzero `qTile` or `kvTile`; none if nothing fits

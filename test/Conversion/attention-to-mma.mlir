@@ -1,0 +1,119 @@
+// RUN: attn-opt %s --split-input-file --attn-attention-to-mma | FileCheck %s
+// RUN: not attn-opt %s --split-input-file --attn-attention-to-mma="shared-memory-per-block=5000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not attn-opt %s --attn-attention-to-mma="q-tile=24" 2>&1 | FileCheck %s --check-prefix=TILE
+
+// bf16, D = 64, causal, with the logsumexp: one launch over (q-blocks,
+// heads, batches), its tiles recorded on it.
+// CHECK-LABEL: func.func @causal_bf16
+// CHECK: %[[M:.*]] = memref.dim %{{.*}}, %c2
+// CHECK: %[[QB:.*]] = arith.ceildivui %[[M]], %c128
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %[[QB]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads({{.*}}) in (%{{.*}} = %c128{{.*}}, {{.*}}) dynamic_shared_memory_size %c36864_i32
+// Q, then K_0, copied with 16-byte cp.async (zero-filled past M or N).
+// CHECK: nvgpu.device_async_copy %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x8x?x64xbf16> to memref<128x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.if
+// CHECK: nvgpu.device_async_copy {{.*}} to memref<2x32x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.cp.async.commit.group
+// The warp's Q fragments, once.
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false} : memref<128x72xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// The kv loop: V_j copied, K_j waited for, S = Q K^T on mma.sync (bf16 as
+// i32 pairs), K_j+1 prefetched.
+// CHECK: scf.for
+// CHECK: nvgpu.device_async_copy {{.*}} to memref<2x32x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false} : memref<2x32x72xbf16
+// CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: scf.if
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.commit.group
+// Tiles that the diagonal cuts (or past N) are masked; those below are not.
+// CHECK: %[[MASKED:.*]] = arith.cmpi sge, %{{.*}}, %{{.*}} : index
+// CHECK: scf.if %[[MASKED]] -> (f32,
+// CHECK: arith.cmpi sle
+// CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
+// The online softmax on the fragments: quad max, exp2 with the scale folded
+// in, the accumulator rescaled, P packed as PV's A operand.
+// CHECK: arith.maximumf
+// CHECK: gpu.shuffle xor %{{.*}}, %c1_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK: math.exp2
+// CHECK: math.fma
+// CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK: nvvm.mma.sync
+// CHECK: scf.yield
+// Epilogue: the quad's row sums, the rows staged in shared memory and
+// stored in 16-byte vectors, the natural-log logsumexp.
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK: gpu.barrier
+// CHECK: vector.store %{{.*}} : memref<128x72xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: nvvm.bar.warp.sync
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?x8x?x64xbf16>, vector<8xbf16>
+// CHECK: math.log2
+// CHECK: memref.store %{{.*}} : memref<?x8x?xf32>
+// CHECK: } {attn.mma_tiles = {bands = 2 : i64, kv_tile = 32 : i64, q_tile = 128 : i64, shared_bytes = 36864 : i64, warps = 4 : i64}}
+func.func @causal_bf16(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
+                       %v: tensor<?x2x?x64xbf16>, %o: tensor<?x8x?x64xbf16>,
+                       %lse: tensor<?x8x?xf32>)
+    -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {
+  // SMEM: error: 'attn.attention' op has no mma.sync tiles that fit 5000 bytes of shared memory per block (D = 64, Dv = 64, q-tile 0, kv-tile 0)
+  %r:2 = attn.attention ins(%q, %k, %v : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>)
+      outs(%o, %lse : tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {causal}
+      -> tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
+  return %r#0, %r#1 : tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
+}
+
+// -----
+
+// f16 with regions: mask_mod and score_mod (with a captured tensor) are
+// inlined per register; f16 pairs are the mma operands as they are.
+// CHECK-LABEL: func.func @regions_f16
+// CHECK: gpu.launch
+// CHECK: nvvm.mma.sync {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: tensor.extract %{{.*}}[%{{.*}}] : tensor<?xf32>
+// CHECK: math.tanh
+// CHECK: } {attn.mma_tiles = {bands = 1 : i64, kv_tile = 64 : i64, q_tile = 128 : i64
+func.func @regions_f16(%q: tensor<1x4x?x128xf16>, %k: tensor<1x4x?x128xf16>,
+                       %v: tensor<1x4x?x128xf16>, %o: tensor<1x4x?x128xf16>,
+                       %slopes: tensor<?xf32>) -> tensor<1x4x?x128xf16> {
+  %r = attn.attention ins(%q, %k, %v : tensor<1x4x?x128xf16>, tensor<1x4x?x128xf16>, tensor<1x4x?x128xf16>)
+      outs(%o : tensor<1x4x?x128xf16>)
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %qi: index, %kv: index):
+        %slope = tensor.extract %slopes[%h] : tensor<?xf32>
+        %t = math.tanh %s : f32
+        %y = arith.mulf %t, %slope : f32
+        attn.yield %y : f32
+      }
+      mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %keep = arith.cmpi uge, %qi, %kv : index
+        attn.yield %keep : i1
+      }
+      -> tensor<1x4x?x128xf16>
+  return %r : tensor<1x4x?x128xf16>
+}
+
+// -----
+
+// f32 stays for the SIMT lowering (tf32 would miss the f32 tolerance), and
+// so do head dims that are not multiples of 16.
+// CHECK-LABEL: func.func @not_served
+// CHECK-NOT: gpu.launch
+// CHECK: attn.attention
+// CHECK: attn.attention
+func.func @not_served(%q: tensor<1x1x?x64xf32>, %o: tensor<1x1x?x64xf32>,
+                      %h: tensor<1x1x?x24xf16>, %ho: tensor<1x1x?x24xf16>)
+    -> (tensor<1x1x?x64xf32>, tensor<1x1x?x24xf16>) {
+  %a = attn.attention ins(%q, %q, %q : tensor<1x1x?x64xf32>, tensor<1x1x?x64xf32>, tensor<1x1x?x64xf32>)
+      outs(%o : tensor<1x1x?x64xf32>) -> tensor<1x1x?x64xf32>
+  %b = attn.attention ins(%h, %h, %h : tensor<1x1x?x24xf16>, tensor<1x1x?x24xf16>, tensor<1x1x?x24xf16>)
+      outs(%ho : tensor<1x1x?x24xf16>) -> tensor<1x1x?x24xf16>
+  return %a, %b : tensor<1x1x?x64xf32>, tensor<1x1x?x24xf16>
+}
+
+// TILE: attn-attention-to-mma: q-tile must be a multiple of 16 up to 512 and kv-tile a multiple of 16 up to 256 (0: chosen), got 24 and 0
