@@ -163,7 +163,8 @@ public:
   /// attn-lower-to-nvvm with typed options: nothing is parsed from text.
   void lowerToNvvm(const std::string &chip, int64_t qTile, int64_t kvTile,
                    int64_t threads, const std::string &format,
-                   const std::string &until, bool boundsChecks) {
+                   const std::string &until, bool boundsChecks,
+                   const std::string &strategy) {
     if (chip.empty())
       throw nb::value_error("attn: chip= is required, e.g. 'sm_90'");
     // 0: the pipeline chooses tiles that fit the chip.
@@ -180,6 +181,7 @@ public:
     options.format = format;
     options.until = until;
     options.boundsChecks = boundsChecks;
+    options.strategy = strategy;
     runBuilt(*module, "attn-lower-to-nvvm",
              [&](OpPassManager &pm, auto errorHandler) {
                return attn::buildNvvmPipeline(pm, options, errorHandler);
@@ -483,10 +485,12 @@ NB_MODULE(_compiler, m) {
            nb::arg("q_tile") = 0, nb::arg("kv_tile") = 0,
            nb::arg("threads") = 128, nb::arg("format") = "isa",
            nb::arg("until") = "binary", nb::arg("bounds_checks") = false,
+           nb::arg("strategy") = "mma",
            "Runs attn-lower-to-nvvm on the module in place, its options "
            "given as values (chip e.g. 'sm_90'; q_tile and kv_tile 0: chosen "
            "to fit the chip; format 'isa' or 'bin'; until "
-           "'tile', 'decompose', 'bufferize', 'gpu', 'nvvm' or 'binary').")
+           "'tile', 'decompose', 'bufferize', 'gpu', 'nvvm' or 'binary'; "
+           "strategy 'mma' (f16/bf16 on tensor cores) or 'simt').")
       .def("lower_to_cpu", &Module::lowerToCpu, nb::arg("q_tile") = 64,
            nb::arg("kv_tile") = 64, nb::arg("row_tile") = 4096,
            nb::arg("until") = "llvm", nb::arg("bounds_checks") = true,

@@ -164,8 +164,14 @@ def test_typed_lowering():
         module.clone().lower_to_nvvm("sm_90", q_tile=-1)
     # q_tile=0 and kv_tile=0 (the defaults) choose tiles that fit the chip.
     chosen = module.clone()
-    chosen.lower_to_nvvm("sm_90", until="tile")
+    chosen.lower_to_nvvm("sm_90", until="tile", strategy="simt")
     assert "attn.kv_tile = 64" in str(chosen)
+    # f16 goes to the tensor-core kernel by default, which records its tiles.
+    chosen = module.clone()
+    chosen.lower_to_nvvm("sm_90", until="tile")
+    assert "attn.mma_tiles = {bands = 2 : i64, kv_tile = 64 : i64" in str(chosen)
+    with pytest.raises(ValueError, match="unknown strategy 'tf32'"):
+        module.clone().lower_to_nvvm("sm_90", strategy="tf32")
     with pytest.raises(ValueError, match="unknown stage"):
         module.clone().lower_to_cpu(until="tile},canonicalize{")
     with pytest.raises(ValueError, match="format"):
