@@ -12,7 +12,7 @@
 // TILE: gpu.launch
 // TILE: nvgpu.ldmatrix
 // TILE: nvvm.mma.sync
-// TILE: attn.mma_tiles = {bands = 2 : i64, kv_tile = 32 : i64, q_tile = 128 : i64
+// TILE: attn.mma_tiles = {bands = 2 : i64, kv_tile = 64 : i64, q_tile = 128 : i64
 
 // BUFFERIZE-NOT: tensor<
 // BUFFERIZE: gpu.launch

@@ -156,6 +156,9 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
            "(0: chosen per head dim)">,
     Option<"kvTile", "kv-tile", "int64_t", /*default=*/"0",
            "keys per kv step, a multiple of 16 (0: chosen per head dim)">,
+    Option<"bands", "bands", "int64_t", /*default=*/"0",
+           "bands of 16 rows per warp, 1 or 2: a warp's K and V fragments "
+           "feed each band (0: chosen per head dim and masks)">,
     Option<"sharedMemoryPerBlock", "shared-memory-per-block", "int64_t",
            /*default=*/"232448",
            "bytes of shared memory a block may use (attn-lower-to-nvvm sets "

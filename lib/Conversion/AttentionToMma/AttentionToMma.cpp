@@ -43,11 +43,14 @@ struct AttentionToMmaPass : attn::impl::AttentionToMmaBase<AttentionToMmaPass> {
   void runOnOperation() override {
     // 512 rows: 32 warps, the most a block has.
     if (qTile < 0 || qTile % 16 != 0 || qTile > 512 || kvTile < 0 ||
-        kvTile % 16 != 0 || kvTile > 256) {
+        kvTile % 16 != 0 || kvTile > 256 || bands < 0 || bands > 2 ||
+        (bands > 0 && qTile % (16 * bands) != 0)) {
       getOperation()->emitError()
           << "attn-attention-to-mma: q-tile must be a multiple of 16 up to "
-             "512 and kv-tile a multiple of 16 up to 256 (0: chosen), got "
-          << qTile.getValue() << " and " << kvTile.getValue();
+             "512 (of 32 with bands=2), kv-tile a multiple of 16 up to 256 "
+             "and bands 1 or 2 (0: chosen), got "
+          << qTile.getValue() << ", " << kvTile.getValue() << " and "
+          << bands.getValue();
       return signalPassFailure();
     }
     SmallVector<AttentionOp> ops;
@@ -72,10 +75,10 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
   auto outType = op.getOutputType();
   Type outElement = outType.getElementType();
   MmaShape shape{op.getHeadDim(), op.getValueHeadDim(),
-                 outElement.getIntOrFloatBitWidth() / 8, op.getCausal(),
+                 outElement.getIntOrFloatBitWidth() / 8,
                  op.hasMaskMod() || op.hasScoreMod()};
   std::optional<MmaTiles> tiles =
-      chooseTiles(shape, qTile, kvTile, sharedMemoryPerBlock);
+      chooseTiles(shape, {qTile, kvTile, bands}, sharedMemoryPerBlock);
   if (!tiles)
     return op.emitOpError()
            << "has no mma.sync tiles that fit "

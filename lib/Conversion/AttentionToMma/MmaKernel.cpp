@@ -47,6 +47,24 @@ using Fragment = SmallVector<Value, 4>;
 /// A band's fragments: 16 rows, 8 columns per fragment.
 using BandTile = SmallVector<Fragment>;
 
+/// Every band's fragments as one value list (loop-carried, yielded).
+static SmallVector<Value> flattenTiles(ArrayRef<BandTile> tiles) {
+  SmallVector<Value> values;
+  for (const BandTile &tile : tiles)
+    for (const Fragment &fragment : tile)
+      values.append(fragment.begin(), fragment.end());
+  return values;
+}
+
+/// The inverse of flattenTiles for `bands` tiles of `chunks` fragments.
+static SmallVector<BandTile> tilesOf(ValueRange values, int64_t bands,
+                                     int64_t chunks) {
+  SmallVector<BandTile> tiles(bands);
+  for (int64_t i = 0; i < bands * chunks; ++i)
+    tiles[i / chunks].push_back(Fragment(values.slice(4 * i, 4)));
+  return tiles;
+}
+
 class BlockBuilder {
 public:
   explicit BlockBuilder(MmaKernel &kernel)
@@ -164,21 +182,26 @@ void BlockBuilder::copyRows(Value source, Value head, Value start, Value limit,
   int64_t chunksPerRow = width / kVectorElements;
   int64_t total = rows * chunksPerRow;
   int64_t threads = k.tiles.threads();
+  // When the block's threads cover whole rows, a thread's copies differ by
+  // constant rows, so their addresses differ by constants.
+  bool wholeRows = threads % chunksPerRow == 0;
+  Value firstRow = div(k.tid, chunksPerRow);
+  Value firstCol = mul(rem(k.tid, chunksPerRow), c(kVectorElements));
   for (int64_t i = 0; i * threads < total; ++i) {
     Value idx = add(k.tid, c(i * threads));
     auto copy = [&] {
-      Value row = div(idx, chunksPerRow);
-      Value col = mul(rem(idx, chunksPerRow), c(kVectorElements));
+      Value row = wholeRows ? add(firstRow, c(i * threads / chunksPerRow))
+                            : div(idx, chunksPerRow);
+      Value col = wholeRows ? firstCol
+                            : mul(rem(idx, chunksPerRow), c(kVectorElements));
       Value position = add(start, row);
-      Value inside = less(position, limit);
-      // A zero-filled row reads nothing; its address stays in bounds.
-      Value from = arith::SelectOp::create(b, loc, inside, position, c(0));
-      Value elements =
-          arith::SelectOp::create(b, loc, inside, c(kVectorElements), c(0));
+      // A row past `limit` copies 0 bytes (zero fill) and reads nothing.
+      Value elements = arith::SelectOp::create(b, loc, less(position, limit),
+                                               c(kVectorElements), c(0));
       SmallVector<Value> to(stageIndex);
       to.append({row, col});
       nvgpu::DeviceAsyncCopyOp::create(
-          b, loc, stage, to, source, ValueRange{k.batch, head, from, col},
+          b, loc, stage, to, source, ValueRange{k.batch, head, position, col},
           b.getIndexAttr(kVectorElements), elements, b.getUnitAttr());
     };
     if ((i + 1) * threads <= total) {
@@ -284,6 +307,35 @@ BandTile BlockBuilder::modifyScores(ArrayRef<Fragment> s, Value kv0,
   Value negInf = f32c(kNegInf);
   Value scale = f32c(op.getScaleValue());
   Value preScale = softmaxScale() == 1.0 ? f32c(scoreScale()) : Value();
+  if (masked && !op.hasMaskMod() && !op.hasScoreMod()) {
+    // Only the kv tail and causal: a register at column kv0 + 2t + o (o a
+    // constant) is kept when o < limit, one i32 limit per row.
+    Value tail = sub(sub(n, kv0), t2);
+    Value limits[2];
+    for (int64_t r = 0; r < 2; ++r) {
+      Value limit = tail;
+      if (op.getCausal()) {
+        Value q = add(offQ, rowQ[band][r]);
+        limit = min(limit, sub(sub(add(sub(q, offKV), c(1)), kv0), t2));
+      }
+      limits[r] = arith::IndexCastOp::create(b, loc, i32, limit);
+    }
+    for (auto [chunk, values] : llvm::enumerate(s)) {
+      Fragment modified;
+      for (int64_t e = 0; e < 4; ++e) {
+        Value x = values[e];
+        if (preScale)
+          x = arith::MulFOp::create(b, loc, x, preScale);
+        Value offset =
+            arith::ConstantIntOp::create(b, loc, i32, kChunk * chunk + e % 2);
+        Value keep = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                           offset, limits[e / 2]);
+        modified.push_back(arith::SelectOp::create(b, loc, keep, x, negInf));
+      }
+      out.push_back(modified);
+    }
+    return out;
+  }
   for (auto [chunk, values] : llvm::enumerate(s)) {
     Fragment modified;
     for (int64_t e = 0; e < 4; ++e) {
@@ -471,24 +523,6 @@ SmallVector<Fragment> BlockBuilder::softmax(SmallVector<Fragment> &s,
   return probs;
 }
 
-/// Every band's fragments as one value list (loop-carried, yielded).
-static SmallVector<Value> flattenTiles(ArrayRef<BandTile> tiles) {
-  SmallVector<Value> values;
-  for (const BandTile &tile : tiles)
-    for (const Fragment &fragment : tile)
-      values.append(fragment.begin(), fragment.end());
-  return values;
-}
-
-/// The inverse of flattenTiles for `bands` tiles of `chunks` fragments.
-static SmallVector<BandTile> tilesOf(ValueRange values, int64_t bands,
-                                     int64_t chunks) {
-  SmallVector<BandTile> tiles(bands);
-  for (int64_t i = 0; i < bands * chunks; ++i)
-    tiles[i / chunks].push_back(Fragment(values.slice(4 * i, 4)));
-  return tiles;
-}
-
 void BlockBuilder::build() {
   const MmaTiles &tiles = k.tiles;
   m = memref::DimOp::create(b, loc, k.query, 2);
@@ -562,7 +596,7 @@ void BlockBuilder::build() {
   }
   commitGroup();
   SmallVector<BandTile> queryFragments;
-  if (keepsQueryInRegisters(tiles, {d, dv, 0, false, false})) {
+  if (keepsQueryInRegisters(tiles, {d, dv, 0, false})) {
     waitGroups(1);
     for (int64_t band = 0; band < bands; ++band) {
       BandTile fragments;
@@ -668,15 +702,16 @@ bool mma::keepsQueryInRegisters(const MmaTiles &tiles, const MmaShape &shape) {
   return shape.headDim * tiles.bands <= 128;
 }
 
-std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape, int64_t qTile,
-                                         int64_t kvTile,
+std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape,
+                                         const MmaTiles &given,
                                          int64_t sharedMemoryPerBlock) {
   // Larger tiles first, in the shapes of FlashAttention-2: 128-row blocks
   // of 4 warps, each with two bands of 16 rows that share every K and V
-  // fragment (half the shared-memory reads per mma of one band). Two bands
-  // fit the registers with kv-tiles of 64 up to D = 64 without mask
-  // arithmetic; with kv-tiles of 32 up to D = 64 when causal, and at
-  // D = 128 without masks; other kernels keep one band. Above D = 128 the
+  // fragment (half the shared-memory reads per mma of one band). Without
+  // mask_mod or score_mod regions two bands fit the registers with
+  // kv-tiles of 64 up to D = 64 and of 32 up to D = 128; kernels with
+  // regions keep one band, and so do D <= 32 ones, for which ptxas then
+  // targets 128 registers and spills. Above D = 128 the
   // accumulators of one band alone take 128 registers.
   static constexpr MmaTiles narrow[] = {{128, 64, 2}, {128, 32, 2},
                                         {64, 32, 2},  {32, 32, 2},
@@ -686,20 +721,21 @@ std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape, int64_t qTile,
   static constexpr MmaTiles wide[] = {{128, 64, 1}, {64, 64, 1}, {64, 32, 1},
                                       {64, 16, 1},  {32, 16, 1}, {16, 16, 1}};
   int64_t widest = std::max(shape.headDim, shape.valueHeadDim);
-  bool dense = !shape.causal && !shape.regions;
   ArrayRef<MmaTiles> candidates = ArrayRef(wide);
-  if (widest <= 64 && dense)
+  if (widest > 32 && widest <= 64 && !shape.regions)
     candidates = narrow;
-  else if ((widest <= 64 && !shape.regions) || (widest <= 128 && dense))
+  else if (widest > 64 && widest <= 128 && !shape.regions)
     candidates = wideDense;
   if (widest > 128)
     candidates = candidates.drop_front();
   for (MmaTiles tiles : candidates) {
-    if (qTile > 0)
-      tiles.qTile = qTile;
-    if (kvTile > 0)
-      tiles.kvTile = kvTile;
-    if (tiles.qTile % (16 * tiles.bands) != 0)
+    if (given.qTile > 0)
+      tiles.qTile = given.qTile;
+    if (given.kvTile > 0)
+      tiles.kvTile = given.kvTile;
+    if (given.bands > 0)
+      tiles.bands = given.bands;
+    else if (tiles.qTile % (16 * tiles.bands) != 0)
       tiles.bands = 1;
     if (sharedBytes(tiles, shape) <= sharedMemoryPerBlock)
       return tiles;

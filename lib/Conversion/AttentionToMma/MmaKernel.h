@@ -36,9 +36,8 @@ struct MmaShape {
   int64_t headDim;
   int64_t valueHeadDim;
   int64_t outputBytes;
-  /// Per-element mask and score arithmetic, which takes registers: causal,
-  /// and mask_mod or score_mod regions.
-  bool causal;
+  /// Whether mask_mod or score_mod regions run per element (they take
+  /// registers).
   bool regions;
 };
 
@@ -52,10 +51,10 @@ int64_t sharedBytes(const MmaTiles &tiles, const MmaShape &shape);
 bool keepsQueryInRegisters(const MmaTiles &tiles, const MmaShape &shape);
 
 /// The tiles for `shape` (FlashAttention-2's choices where they fit),
-/// honouring a nonzero `qTile` or `kvTile`; none if nothing fits
+/// honouring the nonzero fields of `given`; none if nothing fits
 /// `sharedMemoryPerBlock`.
-std::optional<MmaTiles> chooseTiles(const MmaShape &shape, int64_t qTile,
-                                    int64_t kvTile,
+std::optional<MmaTiles> chooseTiles(const MmaShape &shape,
+                                    const MmaTiles &given,
                                     int64_t sharedMemoryPerBlock);
 
 /// Builds a block's work inside a gpu.launch body. The memrefs are the
