@@ -37,10 +37,6 @@ constexpr int64_t kVectorElements = 8;
 /// A fragment row of the m16n8 accumulator: 4 f32 per lane per 8 columns.
 constexpr int64_t kChunk = 8;
 
-int64_t paddedWidth(int64_t width, int64_t elementBytes) {
-  return width + 16 / elementBytes;
-}
-
 /// Four values per lane: an mma.sync A fragment (i32 pairs), or an
 /// accumulator chunk (f32: rows g and g + 8, two columns each).
 using Fragment = SmallVector<Value, 4>;
@@ -687,60 +683,5 @@ void BlockBuilder::build() {
 }
 
 } // namespace
-
-int64_t mma::sharedBytes(const MmaTiles &tiles, const MmaShape &shape) {
-  int64_t query = tiles.qTile * paddedWidth(shape.headDim, 2) * 2;
-  int64_t output = tiles.qTile *
-                   paddedWidth(shape.valueHeadDim, shape.outputBytes) *
-                   shape.outputBytes;
-  int64_t key = tiles.kvTile * paddedWidth(shape.headDim, 2) * 2;
-  int64_t value = tiles.kvTile * paddedWidth(shape.valueHeadDim, 2) * 2;
-  return std::max(query, output) + 2 * (key + value);
-}
-
-bool mma::keepsQueryInRegisters(const MmaTiles &tiles, const MmaShape &shape) {
-  return shape.headDim * tiles.bands <= 128;
-}
-
-std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape,
-                                         const MmaTiles &given,
-                                         int64_t sharedMemoryPerBlock) {
-  // Larger tiles first, in the shapes of FlashAttention-2: 128-row blocks
-  // of 4 warps, each with two bands of 16 rows that share every K and V
-  // fragment (half the shared-memory reads per mma of one band). Without
-  // mask_mod or score_mod regions two bands fit the registers with
-  // kv-tiles of 64 up to D = 64 and of 32 up to D = 128; kernels with
-  // regions keep one band, and so do D <= 32 ones, for which ptxas then
-  // targets 128 registers and spills. Above D = 128 the
-  // accumulators of one band alone take 128 registers.
-  static constexpr MmaTiles narrow[] = {{128, 64, 2}, {128, 32, 2},
-                                        {64, 32, 2},  {32, 32, 2},
-                                        {32, 16, 2},  {16, 16, 1}};
-  static constexpr MmaTiles wideDense[] = {
-      {128, 32, 2}, {64, 32, 2}, {32, 32, 2}, {32, 16, 2}, {16, 16, 1}};
-  static constexpr MmaTiles wide[] = {{128, 64, 1}, {64, 64, 1}, {64, 32, 1},
-                                      {64, 16, 1},  {32, 16, 1}, {16, 16, 1}};
-  int64_t widest = std::max(shape.headDim, shape.valueHeadDim);
-  ArrayRef<MmaTiles> candidates = ArrayRef(wide);
-  if (widest > 32 && widest <= 64 && !shape.regions)
-    candidates = narrow;
-  else if (widest > 64 && widest <= 128 && !shape.regions)
-    candidates = wideDense;
-  if (widest > 128)
-    candidates = candidates.drop_front();
-  for (MmaTiles tiles : candidates) {
-    if (given.qTile > 0)
-      tiles.qTile = given.qTile;
-    if (given.kvTile > 0)
-      tiles.kvTile = given.kvTile;
-    if (given.bands > 0)
-      tiles.bands = given.bands;
-    else if (tiles.qTile % (16 * tiles.bands) != 0)
-      tiles.bands = 1;
-    if (sharedBytes(tiles, shape) <= sharedMemoryPerBlock)
-      return tiles;
-  }
-  return std::nullopt;
-}
 
 void MmaKernel::build() { BlockBuilder(*this).build(); }
