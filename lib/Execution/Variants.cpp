@@ -3,6 +3,7 @@
 #include "AttnDialect/Execution/Variants.h"
 #include "AttnDialect/Transforms/Computes.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -117,9 +118,97 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
         %keep = arith.ori %inPrefix, %causal : i1
         attn.yield %keep : i1)",
                              prefix);
+  } else if (splitParam(mask, "jagged", param)) {
+    int64_t prefix;
+    if (param.getAsInteger(10, prefix) || prefix < 0)
+      return llvm::createStringError("--mask=jagged:P needs P >= 0");
+    // FlexAttention's jagged sequences: packed sequences, `seq` the sequence
+    // of each position and `starts` each sequence's first position; inside
+    // a sequence a prefix LM on the sequence's own positions (P = 0:
+    // causal).
+    captures += ", %seq: tensor<?xi32>, %starts: tensor<?xi32>";
+    if (spec.fillHints)
+      captures += " {attn.fill = \"run-starts\"}";
+    maskBody = llvm::formatv(R"(
+        %sq = tensor.extract %seq[%q] : tensor<?xi32>
+        %sk = tensor.extract %seq[%kv] : tensor<?xi32>
+        %same = arith.cmpi eq, %sq, %sk : i32
+        %sqi = arith.index_cast %sq : i32 to index
+        %ski = arith.index_cast %sk : i32 to index
+        %q0 = tensor.extract %starts[%sqi] : tensor<?xi32>
+        %k0 = tensor.extract %starts[%ski] : tensor<?xi32>
+        %q0i = arith.index_cast %q0 : i32 to index
+        %k0i = arith.index_cast %k0 : i32 to index
+        %ql = arith.subi %q, %q0i : index
+        %kl = arith.subi %kv, %k0i : index
+        %p = arith.constant {0} : index
+        %inPrefix = arith.cmpi ule, %kl, %p : index
+        %causal = arith.cmpi uge, %ql, %kl : index
+        %inner = arith.ori %inPrefix, %causal : i1
+        %keep = arith.andi %same, %inner : i1
+        attn.yield %keep : i1)",
+                             prefix);
+  } else if (mask.starts_with("sasa:") || mask.starts_with("natten:")) {
+    // Neighbourhood attention on a canvas of `width` columns, the sequence
+    // read row by row: SASA keeps the K x K window centred on the query;
+    // NATTEN clamps the window's centre inside a `height` x `width` canvas,
+    // so every query sees K x K keys.
+    bool natten = mask.starts_with("natten:");
+    llvm::SmallVector<llvm::StringRef> fields;
+    mask.drop_front(natten ? 7 : 5).split(fields, ':');
+    llvm::SmallVector<int64_t> values;
+    for (llvm::StringRef field : fields) {
+      int64_t value;
+      if (field.getAsInteger(10, value) || value <= 0)
+        break;
+      values.push_back(value);
+    }
+    int64_t height = natten && values.size() == 3 ? values[0] : 0;
+    if (values.size() != fields.size() || values.size() != (natten ? 3 : 2) ||
+        (natten && (2 * (values[2] / 2) >= height ||
+                    2 * (values[2] / 2) >= values[1])))
+      return llvm::createStringError(
+          natten ? "--mask=natten:H:W:K needs positive H, W and K, with "
+                   "the window, 2 (K / 2) + 1 wide, inside H x W"
+                 : "--mask=sasa:W:K needs positive W and K");
+    int64_t width = values[natten ? 1 : 0], half = values.back() / 2;
+    std::string centre = R"(
+        %cx = arith.divui %q, %w : index
+        %cy = arith.remui %q, %w : index)";
+    if (natten)
+      centre = llvm::formatv(R"(
+        %qx = arith.divui %q, %w : index
+        %qy = arith.remui %q, %w : index
+        %lastx = arith.constant {0} : index
+        %lasty = arith.constant {1} : index
+        %lx = arith.maxui %qx, %r : index
+        %ly = arith.maxui %qy, %r : index
+        %cx = arith.minui %lx, %lastx : index
+        %cy = arith.minui %ly, %lasty : index)",
+                             height - 1 - half, width - 1 - half);
+    // |c - k| <= r as c <= k + r and k <= c + r (no signed arithmetic).
+    maskBody = llvm::formatv(R"(
+        %w = arith.constant {0} : index
+        %r = arith.constant {1} : index{2}
+        %kx = arith.divui %kv, %w : index
+        %ky = arith.remui %kv, %w : index
+        %kxr = arith.addi %kx, %r : index
+        %cxr = arith.addi %cx, %r : index
+        %kyr = arith.addi %ky, %r : index
+        %cyr = arith.addi %cy, %r : index
+        %x0 = arith.cmpi ule, %cx, %kxr : index
+        %x1 = arith.cmpi ule, %kx, %cxr : index
+        %y0 = arith.cmpi ule, %cy, %kyr : index
+        %y1 = arith.cmpi ule, %ky, %cyr : index
+        %x = arith.andi %x0, %x1 : i1
+        %y = arith.andi %y0, %y1 : i1
+        %keep = arith.andi %x, %y : i1
+        attn.yield %keep : i1)",
+                             width, half, centre);
   } else {
     return llvm::createStringError(
-        "--mask must be none, sliding-window:W, document or prefix:P, not '" +
+        "--mask must be none, sliding-window:W, document, prefix:P, "
+        "jagged:P, sasa:W:K or natten:H:W:K, not '" +
         spec.mask + "'");
   }
 

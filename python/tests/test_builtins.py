@@ -57,6 +57,34 @@ def document_ids(length):
     return np.array(ids[:length], np.int32)
 
 
+def jagged(b, hq, m, n):
+    """Sequence ids of packed sequences and each sequence's first position."""
+    seq = document_ids(max(m, n))
+    starts = np.searchsorted(seq, np.arange(len(seq))).astype(np.int32)
+    return [seq, starts]
+
+
+def jagged_keep(prefix):
+    def keep(h, i, j, c):
+        seq, starts = c
+        il, jl = i - starts[seq[i]], j - starts[seq[j]]
+        return (seq[i] == seq[j]) & ((jl <= prefix) | (jl <= il))
+    return keep
+
+
+def neighbourhood_keep(height, width, k, clamp):
+    """SASA (clamp=False) and NATTEN (clamp=True) on a height x width
+    canvas read row by row."""
+    r = k // 2
+
+    def keep(h, i, j, c):
+        cx, cy = i // width, i % width
+        if clamp:
+            cx, cy = np.clip(cx, r, height - 1 - r), np.clip(cy, r, width - 1 - r)
+        return (np.abs(cx - j // width) <= r) & (np.abs(cy - j % width) <= r)
+    return keep
+
+
 # name -> (attention(mask=, score_mod=), captures(b, hq, m, n),
 #          keep(h, i, j, captures), bias(s, h, i, j, captures))
 def _none(h, i, j, c):
@@ -84,6 +112,12 @@ CASES = {
         dict(mask="document"),
         lambda b, hq, m, n: [document_ids(max(m, n) + 3)],
         lambda h, i, j, c: (c[0][i] == c[0][j]) & (j <= i), _same),
+    "jagged:0": (dict(mask="jagged:0"), jagged, jagged_keep(0), _same),
+    "jagged:5": (dict(mask="jagged:5"), jagged, jagged_keep(5), _same),
+    "sasa:16:5": (dict(mask="sasa:16:5"), lambda *_: [],
+                  neighbourhood_keep(0, 16, 5, False), _same),
+    "natten:8:10:5": (dict(mask="natten:8:10:5"), lambda *_: [],
+                      neighbourhood_keep(8, 10, 5, True), _same),
     "alibi": (
         dict(score_mod="alibi"), lambda b, hq, m, n: [attn.alibi_slopes(hq)],
         _none,

@@ -37,6 +37,10 @@ for dtype in f16 bf16; do
   go --dtype=$dtype --head-dim=64 --mask=sliding-window:100 --lse $sweep
   go --dtype=$dtype --head-dim=128 --mask=document --lse $sweep
   go --dtype=$dtype --head-dim=64 --mask=prefix:20 $sweep
+  go --dtype=$dtype --head-dim=128 --mask=jagged:0 --lse $sweep
+  go --dtype=$dtype --head-dim=64 --mask=jagged:16 $sweep
+  go --dtype=$dtype --head-dim=64 --mask=sasa:16:5 --lse $sweep
+  go --dtype=$dtype --head-dim=128 --mask=natten:8:16:5 $sweep
   go --dtype=$dtype --head-dim=64 --score-mod=alibi --causal $sweep
   go --dtype=$dtype --head-dim=128 --score-mod=softcap:30 --causal $sweep
   go --dtype=$dtype --head-dim=32 --score-mod=relative --mask=sliding-window:50 $sweep

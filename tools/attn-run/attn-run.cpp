@@ -135,7 +135,8 @@ static cl::opt<bool> logsumexp("lse", cl::desc("also return the logsumexp"),
                                cl::cat(category));
 static cl::opt<std::string>
     mask("mask", cl::init("none"),
-         cl::desc("none, sliding-window:W, document or prefix:P"),
+         cl::desc("none, sliding-window:W, document, prefix:P, jagged:P, "
+                  "sasa:W:K or natten:H:W:K"),
          cl::cat(category));
 static cl::opt<std::string>
     scoreMod("score-mod", cl::init("none"),
@@ -263,6 +264,9 @@ private:
   std::string name;
   int64_t total = 0;
 };
+
+/// The argument attribute that says how attn-run fills a captured tensor.
+constexpr llvm::StringLiteral kFillAttrName = "attn.fill";
 
 std::optional<ElementKind> kindOf(Type type) {
   if (type.isF32())
@@ -569,6 +573,24 @@ int runAttention(ModuleOp module) {
            func.getName() +
            " is not a ranked tensor of f32/f16/bf16/i32/i64/index");
   }
+  // attn.fill = "run-starts" marks a capture that holds where each run of
+  // the preceding integer capture (sorted ids) starts.
+  // It is attn-run's alone: removed before compiling.
+  bool seenIds = false;
+  llvm::SmallVector<bool> fillsRunStarts(func.getNumArguments(), false);
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto type = cast<RankedTensorType>(arg.getType());
+    bool integer = isa<IntegerType, IndexType>(type.getElementType());
+    Attribute fill = func.removeArgAttr(i, kFillAttrName);
+    if (fill && (fill != StringAttr::get(func.getContext(), "run-starts") ||
+                 !isCapture(i) || !integer || !seenIds))
+      fail("argument #" + llvm::Twine(i) + ": " + kFillAttrName +
+           " must be \"run-starts\", on an integer capture after another "
+           "integer capture");
+    fillsRunStarts[i] = fill != nullptr;
+    seenIds |= isCapture(i) && integer && !fill;
+  }
   {
     // The reference must be able to evaluate the regions: check once.
     llvm::DenseMap<Value, const HostTensor *> captures;
@@ -688,6 +710,7 @@ int runAttention(ModuleOp module) {
     // Fresh inputs for every case; outputs poisoned.
     std::vector<std::unique_ptr<HostTensor>> buffers;
     llvm::DenseMap<Value, const HostTensor *> captures;
+    const HostTensor *ids = nullptr;
     for (BlockArgument arg : func.getArguments()) {
       auto type = cast<RankedTensorType>(arg.getType());
       unsigned i = arg.getArgNumber();
@@ -700,6 +723,15 @@ int runAttention(ModuleOp module) {
         bool input = !isCapture(i);
         for (int64_t e = 0; e < buffer->numElements(); ++e)
           buffer->set(e, input ? uniform(rng) : 0.5 + 0.5 * uniform(rng));
+      } else if (fillsRunStarts[i]) {
+        // The first position of each run of ids (jagged sequences' starts);
+        // ids that do not occur start at the end.
+        int64_t end = ids->numElements(), next = 0;
+        for (int64_t e = 0; e < buffer->numElements(); ++e) {
+          while (next < end && ids->get(next) < e)
+            ++next;
+          buffer->set(e, static_cast<double>(next));
+        }
       } else {
         // Captured integers are sorted ids (documents, sequences).
         int64_t id = 0;
@@ -708,6 +740,7 @@ int runAttention(ModuleOp module) {
             ++id;
           buffer->set(e, static_cast<double>(id));
         }
+        ids = buffer.get();
       }
       if (isCapture(i))
         captures[arg] = buffer.get();
@@ -856,6 +889,7 @@ int main(int argc, char **argv) {
     spec.logsumexp = logsumexp;
     spec.mask = mask;
     spec.scoreMod = scoreMod;
+    spec.fillHints = true;
     if (opName != "attention" && opName != "softmax")
       fail("--op must be attention or softmax, not '" + opName + "'");
     llvm::Expected<std::string> text = opName == "softmax"

@@ -21,7 +21,8 @@ struct VariantSpec {
   int64_t headDim = 64, valueDim = 0; // valueDim 0: same as headDim
   bool causal = false;
   bool logsumexp = false;
-  /// none, sliding-window:W, document, prefix:P, checkerboard-mask
+  /// none, sliding-window:W, document, prefix:P, jagged:P, sasa:W:K or
+  /// natten:H:W:K
   std::string mask = "none";
   /// none, alibi, softcap:C, relative, checkerboard
   std::string scoreMod = "none";
@@ -30,6 +31,9 @@ struct VariantSpec {
   /// Static sizes; -1 (the default) leaves a size dynamic.
   int64_t batch = -1, queryHeads = -1, kvHeads = -1, queryLen = -1,
           kvLen = -1;
+  /// Marks captures that attn-run fills in a particular way (jagged's
+  /// sequence starts) with `attn.fill`; attn-run removes it before compiling.
+  bool fillHints = false;
 };
 
 /// MLIR text of the variant, or an error naming the bad flag.

@@ -15,7 +15,8 @@ from ._compiler import (Module, CpuKernel, attention_source, softmax_source,
                         _max_tile)
 
 _DTYPES = ("f32", "f16", "bf16")
-_MASKS = "None, 'sliding-window:W', 'document', 'prefix:P'"
+_MASKS = ("None, 'sliding-window:W', 'document', 'prefix:P', 'jagged:P', "
+          "'sasa:W:K', 'natten:H:W:K'")
 _SCORE_MODS = "None, 'alibi', 'softcap:C', 'relative', 'checkerboard'"
 _INT64_MAX = 2**63 - 1
 
@@ -24,7 +25,7 @@ def attention(dtype="f32", head_dim=64, value_dim=None, causal=False,
               lse=False, mask=None, score_mod=None, scale=None, batch=None,
               heads=None, q_len=None, kv_len=None):
     """A module with one function @attention(q, k, v, out [, lse]
-    [, doc] [, slopes]) holding one attn.attention.
+    [, captures of the mask] [, slopes]) holding one attn.attention.
 
     Shapes: q [B, Hq, M, D], k [B, Hkv, N, D], v [B, Hkv, N, Dv], out
     [B, Hq, M, Dv], lse [B, Hq, M] f32 (natural-log logsumexp of each row,
@@ -44,6 +45,19 @@ def attention(dtype="f32", head_dim=64, value_dim=None, causal=False,
       'document'          doc[q] == doc[kv] and kv <= q, doc an int32 array
                           of document ids of length >= max(M, N) (the
                           captured argument after out and lse)
+      'jagged:P'          packed sequences: seq[q] == seq[kv], and inside
+                          the sequence kv' <= P or kv' <= q', where
+                          x' = x - starts[seq[x]]; seq (the sequence of
+                          each position, length >= max(M, N)) and starts
+                          (each sequence's first position) are int32
+                          arrays captured after out and lse; P = 0 is
+                          causal within each sequence
+      'sasa:W:K'          2-D neighbourhood: positions are (x // W, x % W)
+                          on a canvas W wide; keeps keys whose row and
+                          column are both within K // 2 of the query's
+      'natten:H:W:K'      as 'sasa:W:K' on an H x W canvas, the window's
+                          centre clamped to stay K // 2 inside the canvas
+                          (2 * (K // 2) + 1 at most H and W)
     `score_mod` (what a kept score becomes), None or:
       'alibi'             s + slopes[h] * (q - kv), slopes a float32 array
                           of length >= Hq (the last argument; the usual
@@ -297,7 +311,22 @@ def _check_mask(mask):
         return "none"
     if mask == "document":
         return mask
-    m = re.fullmatch(r"(sliding-window|prefix):(.*)", mask)
+    m = re.fullmatch(r"(sasa|natten):(.*)", mask)
+    if m:
+        kind, text = m.groups()
+        fields = text.split(":")
+        values = [int(f) if re.fullmatch(r"[0-9]+", f) else 0 for f in fields]
+        if len(values) != (3 if kind == "natten" else 2) or not all(
+                0 < v <= _INT64_MAX for v in values) or (
+                kind == "natten" and 2 * (values[2] // 2) >= min(values[:2])):
+            need = ("H, W and K positive ints, the window (2 * (K // 2) + 1 "
+                    "wide) inside H x W"
+                    if kind == "natten" else "W and K positive ints")
+            spelled = "natten:H:W:K" if kind == "natten" else "sasa:W:K"
+            raise ValueError(f"attn: mask='{spelled}' needs {need}, not "
+                             f"{text!r}")
+        return kind + ":" + ":".join(map(str, values))
+    m = re.fullmatch(r"(sliding-window|prefix|jagged):(.*)", mask)
     if m:
         kind, text = m.groups()
         value = int(text) if re.fullmatch(r"[0-9]+", text) else None
@@ -305,8 +334,9 @@ def _check_mask(mask):
                                          not 0 < value <= _INT64_MAX):
             raise ValueError("attn: mask='sliding-window:W' needs W a "
                              f"positive int, not {text!r}")
-        if kind == "prefix" and (value is None or value > _INT64_MAX):
-            raise ValueError("attn: mask='prefix:P' needs P a non-negative "
+        if kind != "sliding-window" and (value is None or
+                                         value > _INT64_MAX):
+            raise ValueError(f"attn: mask='{kind}:P' needs P a non-negative "
                              f"int, not {text!r}")
         return f"{kind}:{value}"
     raise ValueError(f"attn: mask= must be one of {_MASKS}, not {mask!r}")
