@@ -53,6 +53,8 @@ void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
     AttentionToMmaOptions mma;
     mma.qTile = options.pipeline.qTile;
     mma.kvTile = options.pipeline.kvTile;
+    mma.warps = options.pipeline.warps;
+    mma.stages = options.pipeline.stages;
     mma.sharedMemoryPerBlock = options.target.sharedMemoryPerBlock;
     mma.boundsChecks = options.pipeline.boundsChecks;
     pm.addPass(createAttentionToMma(mma));

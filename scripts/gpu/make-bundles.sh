@@ -8,11 +8,11 @@ cd "$(dirname "$0")/../.."
 chip=${1:-sm_90}
 out=gpu-bundles
 rm -rf "$out" && mkdir -p "$out"
-make_bundle() { # name, attn-run variant flags...
+make_bundle() { # name, attn-run variant flags... ($options: more pipeline options)
   local name=$1
   shift
   build/bin/attn-run --emit-variant "$@" > "$out/$name.mlir"
-  build/bin/attn-opt "$out/$name.mlir" --attn-lower-to-nvvm="chip=$chip" \
+  build/bin/attn-opt "$out/$name.mlir" --attn-lower-to-nvvm="chip=$chip ${options:-}" \
     --attn-write-kernel-bundle=prefix="$out/$name-" -o /dev/null
 }
 make_bundle f16-d64-causal --dtype=f16 --head-dim=64 --causal
@@ -30,6 +30,9 @@ for dtype in f16 bf16; do
     make_bundle "mma-$dtype-d$d-full" --dtype=$dtype --head-dim=$d --lse
     make_bundle "mma-$dtype-d$d-causal" --dtype=$dtype --head-dim=$d --causal --lse
   done
+  # One K/V stage, and eight warps.
+  options="stages=1" make_bundle "mma-$dtype-d128-stages1" --dtype=$dtype --head-dim=128 --causal --lse
+  options="stages=1 warps=8" make_bundle "mma-$dtype-d64-stages1-warps8" --dtype=$dtype --head-dim=64 --lse
 done
 # The benchmark set (docs/Benchmarking.md): dtypes, head dims, causal and not.
 for dtype in f16 bf16; do

@@ -1,6 +1,9 @@
 // RUN: attn-opt %s --split-input-file --attn-attention-to-mma | FileCheck %s
 // RUN: not attn-opt %s --split-input-file --attn-attention-to-mma="shared-memory-per-block=5000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SMEM
 // RUN: not attn-opt %s --attn-attention-to-mma="q-tile=24" 2>&1 | FileCheck %s --check-prefix=TILE
+// RUN: attn-opt %s --split-input-file --attn-attention-to-mma="stages=1 warps=8" | FileCheck %s --check-prefix=STAGES
+// RUN: not attn-opt %s --attn-attention-to-mma="q-tile=64 warps=8" 2>&1 | FileCheck %s --check-prefix=WARPS
+// RUN: not attn-opt %s --attn-attention-to-mma="stages=3" 2>&1 | FileCheck %s --check-prefix=WARPS3
 
 // bf16, D = 64, causal, with the logsumexp: one launch over (q-blocks,
 // heads, batches), its tiles recorded on it.
@@ -55,12 +58,27 @@
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?x8x?x64xbf16>, vector<8xbf16>
 // CHECK: math.log2
 // CHECK: memref.store %{{.*}} : memref<?x8x?xf32>
-// CHECK: } {attn.mma_tiles = {bands = 2 : i64, kv_tile = 64 : i64, q_tile = 128 : i64, shared_bytes = 55296 : i64, warps = 4 : i64}}
+// CHECK: } {attn.mma_tiles = {bands = 2 : i64, kv_tile = 64 : i64, q_tile = 128 : i64, shared_bytes = 55296 : i64, stages = 2 : i64, warps = 4 : i64}}
+// One stage: K and V in one buffer each; in each step the copy of V_j waits
+// for the barrier after P V_j-1, and that of K_j+1 for the one after S_j.
+// Eight warps of two bands: 256 rows.
+// STAGES-LABEL: func.func @causal_bf16
+// STAGES: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256{{.*}}, {{.*}}) dynamic_shared_memory_size %c55296_i32
+// STAGES: scf.for
+// STAGES: nvvm.cp.async.wait.group 0
+// STAGES-NEXT: gpu.barrier
+// STAGES: nvgpu.device_async_copy {{.*}} to memref<1x64x72xbf16, #gpu.address_space<workgroup>>
+// STAGES: nvvm.mma.sync
+// STAGES: nvvm.cp.async.wait.group 0
+// STAGES-NEXT: gpu.barrier
+// STAGES: scf.if
+// STAGES: nvgpu.device_async_copy {{.*}} to memref<1x64x72xbf16, #gpu.address_space<workgroup>>
+// STAGES: } {attn.mma_tiles = {bands = 2 : i64, kv_tile = 64 : i64, q_tile = 256 : i64, shared_bytes = 55296 : i64, stages = 1 : i64, warps = 8 : i64}}
 func.func @causal_bf16(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
                        %v: tensor<?x2x?x64xbf16>, %o: tensor<?x8x?x64xbf16>,
                        %lse: tensor<?x8x?xf32>)
     -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {
-  // SMEM: error: 'attn.attention' op has no mma.sync tiles that fit 5000 bytes of shared memory per block (D = 64, Dv = 64, q-tile 0, kv-tile 0)
+  // SMEM: error: 'attn.attention' op has no mma.sync tiles that fit 5000 bytes of shared memory per block (D = 64, Dv = 64, q-tile 0, kv-tile 0, bands 0, warps 0)
   %r:2 = attn.attention ins(%q, %k, %v : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>)
       outs(%o, %lse : tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {causal}
       -> tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
@@ -116,4 +134,6 @@ func.func @not_served(%q: tensor<1x1x?x64xf32>, %o: tensor<1x1x?x64xf32>,
   return %a, %b : tensor<1x1x?x64xf32>, tensor<1x1x?x24xf16>
 }
 
+// WARPS: attn-attention-to-mma: warps must be up to 32, with q-tile given one or two 16-row bands each, and stages 1 or 2 (0: chosen), got 8 warps for q-tile 64 and 0 stages
+// WARPS3: got 0 warps for q-tile 0 and 3 stages
 // TILE: attn-attention-to-mma: q-tile must be a multiple of 16 up to 512 (of 32 with bands=2), kv-tile a multiple of 16 up to 256 and bands 1 or 2 (0: chosen), got 24, 0 and 0

@@ -123,16 +123,18 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
 
     - Q, then each K and V tile, is copied into shared memory with 16-byte
       `cp.async` (`nvgpu.device_async_copy`; rows past M or N are
-      zero-filled). K and V are double-buffered: the copy of V_j and of
-      K_j+1 overlaps the work on K_j. Shared rows are padded by 16 bytes,
-      so the copies and `ldmatrix` touch every bank once.
+      zero-filled). The copy of V_j overlaps S_j = Q K_j^T, and that of
+      K_j+1 the softmax and P V_j: with two stages (the default) K and V
+      are double-buffered, with one they take half the shared memory and
+      one more barrier. Shared rows are padded by 16 bytes, so the copies
+      and `ldmatrix` touch every bank once.
     - S = Q K^T and O += P V are `nvvm.mma.sync` m16n8k16 with f32
       accumulators, their operands read by `nvgpu.ldmatrix` (V transposed).
       Each warp's Q fragments stay in registers when D <= 128.
     - The online softmax runs on the accumulator fragments: row max and sum
       by quad shuffles (`gpu.shuffle xor` 1 and 2), exp2 with the scale
-      folded in, O rescaled by the correction factor only when a row's max
-      moves. P is converted from S in registers as PV's A operand.
+      folded in, O rescaled by the correction factor at every step. P is
+      converted from S in registers as PV's A operand.
     - `score_mod`, `mask_mod` (with captured tensors), `causal` and the kv
       tail are applied per register at its whole-problem (b, h, q, kv);
       positions past M or N are clamped before a region sees them. Kv-tiles
@@ -145,8 +147,8 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
       in shared memory and stores them in 16-byte vectors; the logsumexp
       output, when present, is natural-log.
 
-    Tiles (q-tile, kv-tile) of 0 are chosen per head dim so that a block's
-    registers do not spill and its shared memory fits
+    Tiles (q-tile, kv-tile, bands, warps) of 0 are chosen per head dim so
+    that a block's registers do not spill and its shared memory fits
     `shared-memory-per-block`; the choice is recorded on the launch as
     `attn.mma_tiles`. [docs/GPU.md](../GPU.md) describes the kernel.
   }];
@@ -159,6 +161,14 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
     Option<"bands", "bands", "int64_t", /*default=*/"0",
            "bands of 16 rows per warp, 1 or 2: a warp's K and V fragments "
            "feed each band (0: chosen per head dim and masks)">,
+    Option<"warps", "warps", "int64_t", /*default=*/"0",
+           "warps per block, up to 32: with q-tile given, it sets the bands "
+           "(q-tile / (16 warps)), else the q-tile (16 x bands x warps) "
+           "(0: q-tile / (16 x bands))">,
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "K/V buffers in shared memory, 1 or 2: with 2, the copy of K_j+1 "
+           "goes out before the other warps finish with K_j; with 1, after "
+           "a barrier, in less shared memory (0: 2)">,
     Option<"sharedMemoryPerBlock", "shared-memory-per-block", "int64_t",
            /*default=*/"232448",
            "bytes of shared memory a block may use (attn-lower-to-nvvm sets "

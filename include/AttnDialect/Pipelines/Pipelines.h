@@ -67,6 +67,16 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
                      "as simt) or simt (the tile-level linalg ops "
                      "distributed over the block's threads)"),
       llvm::cl::init("mma")};
+  Option<int64_t> warps{
+      *this, "warps",
+      llvm::cl::desc("mma kernels: warps per block (0: chosen per head dim; "
+                     "see attn-attention-to-mma)"),
+      llvm::cl::init(0)};
+  Option<int64_t> stages{
+      *this, "stages",
+      llvm::cl::desc("mma kernels: K/V buffers in shared memory, 1 or 2 "
+                     "(0: 2)"),
+      llvm::cl::init(0)};
   Option<int64_t> threads{*this, "threads",
                           llvm::cl::desc("threads per block (1 to 1024)"),
                           llvm::cl::init(128)};

@@ -53,6 +53,17 @@ struct AttentionToMmaPass : attn::impl::AttentionToMmaBase<AttentionToMmaPass> {
           << bands.getValue();
       return signalPassFailure();
     }
+    if (warps < 0 || warps > 32 || stages < 0 || stages > 2 ||
+        (warps > 0 && qTile > 0 &&
+         (qTile % (16 * warps) != 0 || qTile / (16 * warps) > 2))) {
+      getOperation()->emitError()
+          << "attn-attention-to-mma: warps must be up to 32, with q-tile "
+             "given one or two 16-row bands each, and stages 1 or 2 (0: "
+             "chosen), got "
+          << warps.getValue() << " warps for q-tile " << qTile.getValue()
+          << " and " << stages.getValue() << " stages";
+      return signalPassFailure();
+    }
     SmallVector<AttentionOp> ops;
     getOperation()->walk([&](AttentionOp op) {
       if (servesOp(op))
@@ -78,14 +89,16 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
                  outElement.getIntOrFloatBitWidth() / 8,
                  op.hasMaskMod() || op.hasScoreMod()};
   std::optional<MmaTiles> tiles =
-      chooseTiles(shape, {qTile, kvTile, bands}, sharedMemoryPerBlock);
+      chooseTiles(shape, {qTile, kvTile, bands, stages}, warps,
+                  sharedMemoryPerBlock);
   if (!tiles)
     return op.emitOpError()
            << "has no mma.sync tiles that fit "
            << sharedMemoryPerBlock.getValue()
            << " bytes of shared memory per block (D = " << shape.headDim
            << ", Dv = " << shape.valueHeadDim << ", q-tile " << qTile.getValue()
-           << ", kv-tile " << kvTile.getValue() << ")";
+           << ", kv-tile " << kvTile.getValue() << ", bands "
+           << bands.getValue() << ", warps " << warps.getValue() << ")";
   int64_t bytes = sharedBytes(*tiles, shape);
 
   rewriter.setInsertionPoint(op);
@@ -128,6 +141,8 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
                                  rewriter.getI64IntegerAttr(tiles->warps())),
            rewriter.getNamedAttr("bands",
                                  rewriter.getI64IntegerAttr(tiles->bands)),
+           rewriter.getNamedAttr("stages",
+                                 rewriter.getI64IntegerAttr(tiles->stages)),
            rewriter.getNamedAttr("shared_bytes",
                                  rewriter.getI64IntegerAttr(bytes))}));
 
@@ -151,7 +166,8 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     int64_t outPad = 16 / shape.outputBytes;
     int64_t keyBytes = tiles->kvTile * (shape.headDim + pad) * 2;
     int64_t valueBytes = tiles->kvTile * (shape.valueHeadDim + pad) * 2;
-    int64_t keyOffset = bytes - 2 * (keyBytes + valueBytes);
+    int64_t stages = tiles->stages;
+    int64_t keyOffset = bytes - stages * (keyBytes + valueBytes);
 
     MmaKernel kernel{rewriter, loc, op, *tiles,
                      RegionInliner(op, boundsChecks ? RegionChecks::DeviceTrap
@@ -165,10 +181,10 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     kernel.outputStage =
         view(0, {tiles->qTile, shape.valueHeadDim + outPad}, outElement);
     kernel.keyStage =
-        view(keyOffset, {2, tiles->kvTile, shape.headDim + pad}, element);
+        view(keyOffset, {stages, tiles->kvTile, shape.headDim + pad}, element);
     kernel.valueStage =
-        view(keyOffset + 2 * keyBytes,
-             {2, tiles->kvTile, shape.valueHeadDim + pad}, element);
+        view(keyOffset + stages * keyBytes,
+             {stages, tiles->kvTile, shape.valueHeadDim + pad}, element);
     kernel.blockX = launch.getBlockIds().x;
     kernel.gridX = launch.getGridSize().x;
     kernel.head = launch.getBlockIds().y;

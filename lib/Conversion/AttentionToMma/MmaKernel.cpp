@@ -1,7 +1,7 @@
 //===- MmaKernel.cpp - the body of the mma.sync attention kernel ----------===//
 //
 // FlashAttention-2's forward, one block per q-tile: Q, K and V tiles land
-// in shared memory through cp.async (K and V double-buffered), both
+// in shared memory through cp.async (K and V in one or two stages), both
 // contractions are mma.sync m16n8k16 on ldmatrix fragments, and the online
 // softmax runs on the accumulator fragments, whose layout is also PV's A
 // operand once rounded. Every fragment array is indexed by constants only
@@ -619,21 +619,29 @@ void BlockBuilder::build() {
     SmallVector<BandTile> acc = tilesOf(carried, bands, accChunks);
     SmallVector<Value> maxes(carried.slice(accValues, 2 * bands));
     SmallVector<Value> sums(carried.slice(accValues + 2 * bands, 2 * bands));
-    Value buffer = rem(j, 2);
+    bool doubled = tiles.stages == 2;
+    Value buffer = doubled ? rem(j, 2) : c(0);
     Value kv0 = mul(j, kvTile);
 
-    // V_j lands while S_j is computed, K_j+1 while the softmax runs.
+    // V_j lands while S_j is computed, K_j+1 while the softmax and P V_j
+    // run. With one stage, each copy waits for a barrier that says no warp
+    // reads the buffer any more (P V_j-1, and S_j).
+    if (!doubled)
+      waitGroups(0);
     copyRows(k.value, kvHead, kv0, n, tiles.kvTile, dv, k.valueStage, {buffer});
     commitGroup();
-    waitGroups(1);
+    if (doubled)
+      waitGroups(1);
     SmallVector<BandTile> s = scores(buffer, queryFragments);
+    if (!doubled)
+      waitGroups(0);
     Value next = add(j, c(1));
     {
       auto prefetch = scf::IfOp::create(b, loc, less(next, steps));
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(prefetch.thenBlock());
       copyRows(k.key, kvHead, mul(next, kvTile), n, tiles.kvTile, d, k.keyStage,
-               {sub(c(1), buffer)});
+               {doubled ? sub(c(1), buffer) : buffer});
     }
     commitGroup();
 
@@ -662,7 +670,8 @@ void BlockBuilder::build() {
       std::copy(bandMaxes.begin(), bandMaxes.end(), maxes.begin() + 2 * band);
       std::copy(bandSums.begin(), bandSums.end(), sums.begin() + 2 * band);
     }
-    waitGroups(1);
+    if (doubled)
+      waitGroups(1);
     accumulate(probs, buffer, acc);
     SmallVector<Value> carriedOut = flattenTiles(acc);
     carriedOut.append(maxes);

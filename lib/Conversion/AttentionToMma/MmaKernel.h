@@ -19,12 +19,13 @@
 
 namespace mlir::attn::mma {
 
-/// Rows of a block, keys per kv step, and bands of 16 rows per warp (a
-/// warp's K and V fragments feed each of its bands).
+/// Rows of a block, keys per kv step, bands of 16 rows per warp (a warp's
+/// K and V fragments feed each of its bands) and the K/V buffers (stages).
 struct MmaTiles {
   int64_t qTile = 0;
   int64_t kvTile = 0;
   int64_t bands = 1;
+  int64_t stages = 2;
 
   int64_t warps() const { return qTile / (16 * bands); }
   int64_t threads() const { return 32 * warps(); }
@@ -42,7 +43,8 @@ struct MmaShape {
 };
 
 /// Bytes of dynamic shared memory a block uses: the Q tile (or, after the
-/// kv loop, the output rows), two K and two V tiles, rows padded by 16 bytes.
+/// kv loop, the output rows) and `stages` K and V tiles, rows padded by 16
+/// bytes.
 int64_t sharedBytes(const MmaTiles &tiles, const MmaShape &shape);
 
 /// Whether the kernel keeps a warp's Q fragments in registers (D times its
@@ -51,10 +53,10 @@ int64_t sharedBytes(const MmaTiles &tiles, const MmaShape &shape);
 bool keepsQueryInRegisters(const MmaTiles &tiles, const MmaShape &shape);
 
 /// The tiles for `shape` (FlashAttention-2's choices where they fit),
-/// honouring the nonzero fields of `given`; none if nothing fits
-/// `sharedMemoryPerBlock`.
+/// honouring the nonzero fields of `given` and, if nonzero, `warps` per
+/// block; none if nothing fits `sharedMemoryPerBlock`.
 std::optional<MmaTiles> chooseTiles(const MmaShape &shape,
-                                    const MmaTiles &given,
+                                    const MmaTiles &given, int64_t warps,
                                     int64_t sharedMemoryPerBlock);
 
 /// Builds a block's work inside a gpu.launch body. The memrefs are the
@@ -67,9 +69,9 @@ struct MmaKernel {
   RegionInliner regions;
 
   Value query, key, value, output, lse;
-  /// The block's shared memory: Q [q-tile, D + pad], K [2, kv-tile, D + pad],
-  /// V [2, kv-tile, Dv + pad] and the output rows [q-tile, Dv + pad] that
-  /// alias Q.
+  /// The block's shared memory: Q [q-tile, D + pad], K [stages, kv-tile,
+  /// D + pad], V [stages, kv-tile, Dv + pad] and the output rows [q-tile,
+  /// Dv + pad] that alias Q.
   Value queryStage, keyStage, valueStage, outputStage;
   /// Block and thread ids and the grid's x extent.
   Value blockX, gridX, head, batch, tid;

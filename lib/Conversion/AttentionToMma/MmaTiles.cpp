@@ -26,7 +26,7 @@ int64_t mma::sharedBytes(const MmaTiles &tiles, const MmaShape &shape) {
                    shape.outputBytes;
   int64_t key = tiles.kvTile * paddedWidth(shape.headDim, 2) * 2;
   int64_t value = tiles.kvTile * paddedWidth(shape.valueHeadDim, 2) * 2;
-  return std::max(query, output) + 2 * (key + value);
+  return std::max(query, output) + tiles.stages * (key + value);
 }
 
 bool mma::keepsQueryInRegisters(const MmaTiles &tiles, const MmaShape &shape) {
@@ -35,6 +35,7 @@ bool mma::keepsQueryInRegisters(const MmaTiles &tiles, const MmaShape &shape) {
 
 std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape,
                                          const MmaTiles &given,
+                                         int64_t warps,
                                          int64_t sharedMemoryPerBlock) {
   // Larger tiles first, in the shapes of FlashAttention-2: 128-row blocks
   // of 4 warps, each with two bands of 16 rows that share every K and V
@@ -64,10 +65,20 @@ std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape,
       tiles.qTile = given.qTile;
     if (given.kvTile > 0)
       tiles.kvTile = given.kvTile;
+    tiles.stages = given.stages > 0 ? given.stages : 2;
     if (given.bands > 0)
       tiles.bands = given.bands;
     else if (tiles.qTile % (16 * tiles.bands) != 0)
       tiles.bands = 1;
+    if (warps > 0 && given.qTile == 0) {
+      // Warps fix the q-tile, or with a q-tile given, the bands.
+      tiles.qTile = 16 * tiles.bands * warps;
+    } else if (warps > 0) {
+      tiles.bands = tiles.qTile / (16 * warps);
+      if (tiles.qTile % (16 * warps) != 0 || tiles.bands > 2 ||
+          (given.bands > 0 && tiles.bands != given.bands))
+        continue;
+    }
     if (sharedBytes(tiles, shape) <= sharedMemoryPerBlock)
       return tiles;
   }
