@@ -121,35 +121,44 @@ void SoftmaxKernel::locate(Value blockId) {
   // width - 1 elements before the row (N not a multiple of the width).
   // A buffer that is not 16-byte aligned (a view into another) is read or
   // written element by element, its vectors starting at the row's start.
+  // (Ops are built one per statement: C++ leaves the order of argument
+  // evaluation open, and the IR must not depend on the compiler.)
   Value zero = c(0);
   vectorIn = cmp(arith::CmpIPredicate::eq, phase(in), zero);
-  vectorOut = both(vectorIn, cmp(arith::CmpIPredicate::eq, phase(out), zero));
-  Value head =
-      arith::SelectOp::create(b, loc, vectorIn, rem(rowStart, c(width)), zero);
+  Value outAligned = cmp(arith::CmpIPredicate::eq, phase(out), zero);
+  vectorOut = both(vectorIn, outAligned);
+  Value rowHead = rem(rowStart, c(width));
+  Value head = arith::SelectOp::create(b, loc, vectorIn, rowHead, zero);
   // Better: tiles that start on a 128-byte line, where the row's tiles
   // have room for the longer head. A warp's cp.async copies then cover
   // whole 32-byte sectors, where from a 16-byte boundary L2 serves more
   // sector reads for the same bytes (docs/Performance.md).
   int64_t lineElements =
       128 / (cast<MemRefType>(in.getType()).getElementTypeBitWidth() / 8);
-  Value lineHead = rem(add(phase(in, lineElements), rowStart), c(lineElements));
-  Value room = cmp(arith::CmpIPredicate::ule, add(lineHead, n),
-                   mul(splits, mul(sliceTiles, tile())));
+  Value lineElementsValue = c(lineElements);
+  Value linePhase = add(phase(in, lineElements), rowStart);
+  Value lineHead = rem(linePhase, lineElementsValue);
+  Value rowSpan = mul(splits, mul(sliceTiles, tile()));
+  Value lineEnd = add(lineHead, n);
+  Value room = cmp(arith::CmpIPredicate::ule, lineEnd, rowSpan);
   head = arith::SelectOp::create(b, loc, both(vectorIn, room), lineHead, head);
-  sliceStart = add(sub(rowStart, head), mul(split, mul(sliceTiles, tile())));
+  Value splitOffset = mul(split, mul(sliceTiles, tile()));
+  sliceStart = add(sub(rowStart, head), splitOffset);
 }
 
 /// Whether [p, p + width) lies in the row, as one aligned input vector.
 Value SoftmaxKernel::whole(Value p) {
-  return both(vectorIn,
-              both(cmp(arith::CmpIPredicate::sge, p, rowStart),
-                   cmp(arith::CmpIPredicate::sle, add(p, c(width)), rowEnd)));
+  Value endsInRow = cmp(arith::CmpIPredicate::sle, add(p, c(width)), rowEnd);
+  Value startsInRow = cmp(arith::CmpIPredicate::sge, p, rowStart);
+  return both(vectorIn, both(startsInRow, endsInRow));
 }
 
 /// Whether [p, p + width) has elements of the row.
 Value SoftmaxKernel::touches(Value p) {
-  return both(cmp(arith::CmpIPredicate::sgt, add(p, c(width)), rowStart),
-              cmp(arith::CmpIPredicate::slt, p, rowEnd));
+  Value startsBeforeEnd = cmp(arith::CmpIPredicate::slt, p, rowEnd);
+  Value endsAfterStart =
+      cmp(arith::CmpIPredicate::sgt, add(p, c(width)), rowStart);
+  return both(endsAfterStart, startsBeforeEnd);
 }
 
 Value SoftmaxKernel::insideRow(Value p) {
@@ -279,7 +288,9 @@ std::pair<Value, Value> SoftmaxKernel::warpMerge(Value m, Value l) {
                                     gpu::ShuffleMode::XOR)
           .getShuffleResult();
     };
-    std::tie(m, l) = merge(m, l, across(m), across(l));
+    Value otherL = across(l);
+    Value otherM = across(m);
+    std::tie(m, l) = merge(m, l, otherM, otherL);
   }
   return {m, l};
 }
@@ -404,8 +415,9 @@ SmallVector<Value> SoftmaxKernel::forEachStaged(Vectors kind, ValueRange init,
     else
       b.setInsertionPointToStart(loop.getBody());
     Value at = position(c(0), loop.getInductionVar());
-    SmallVector<Value> next = body(add(sliceStart, at), loadVector(stage, at),
-                                   loop.getRegionIterArgs());
+    SmallVector<Value> vector = loadVector(stage, at);
+    SmallVector<Value> next =
+        body(add(sliceStart, at), vector, loop.getRegionIterArgs());
     if (!init.empty())
       scf::YieldOp::create(b, loc, next);
     return SmallVector<Value>(loop.getResults());
@@ -416,7 +428,8 @@ SmallVector<Value> SoftmaxKernel::forEachStaged(Vectors kind, ValueRange init,
       waitForGroup(k);
     auto visit = [&]() -> SmallVector<Value> {
       Value at = position(c(0), k);
-      return body(add(sliceStart, at), loadVector(stage, at), acc);
+      SmallVector<Value> vector = loadVector(stage, at);
+      return body(add(sliceStart, at), vector, acc);
     };
     if (k == 0 || kind == Vectors::Whole) {
       acc = visit();
@@ -482,11 +495,14 @@ void SoftmaxKernel::staggerFirstWave() {
   if (!splitRow || naps <= 0)
     return;
   Value step = rem(row, c(3));
-  Value late = both(
-      cmp(arith::CmpIPredicate::ult, add(mul(row, splits), split), firstWave),
-      cmp(arith::CmpIPredicate::ne, step, c(0)));
+  Value lateRow = cmp(arith::CmpIPredicate::ne, step, c(0));
+  Value item = add(mul(row, splits), split);
+  Value inFirstWave = cmp(arith::CmpIPredicate::ult, item, firstWave);
+  Value late = both(inFirstWave, lateRow);
   onlyIf(late, [&] {
-    auto sleep = scf::ForOp::create(b, loc, c(0), mul(step, c(naps)), c(1));
+    Value one = c(1);
+    Value sleeps = mul(step, c(naps));
+    auto sleep = scf::ForOp::create(b, loc, c(0), sleeps, one);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(sleep.getBody()->getTerminator());
     NVVM::NanosleepOp::create(b, loc,
