@@ -86,6 +86,15 @@ def main():
                    "density": density, "B": b, "H": h, "N": n}
             row["attn_ms"] = do_bench(run_attn, warmup=25, rep=100,
                                       return_mode="median")
+            if mask_mod is not None and kind != "causal":
+                # Skipping efficiency: the same kernel family without the
+                # mask, to compare useful TFLOP/s with dense TFLOP/s.
+                dense = attn.Kernel(path.replace(f"-{kind}-", "-full-"))
+                row["dense_attn_ms"] = do_bench(dense.prepare(q, k, v, o),
+                                                warmup=25, rep=100,
+                                                return_mode="median")
+                row["skip_efficiency"] = (density * row["dense_attn_ms"]
+                                          / row["attn_ms"])
             backends = ((("flash", SDPBackend.FLASH_ATTENTION),
                          ("cudnn", SDPBackend.CUDNN_ATTENTION))
                         if kind in ("causal", "full") else ())
@@ -100,6 +109,11 @@ def main():
             try:
                 mask = (create_block_mask(mask_mod, None, None, n, n, device="cuda")
                         if mask_mod is not None else None)
+                if mask_mod is not None:
+                    row["flex_mask_ms"] = do_bench(
+                        lambda: create_block_mask(mask_mod, None, None, n, n,
+                                                  device="cuda"),
+                        warmup=5, rep=50, return_mode="median")
                 t0 = time.time()
                 run = lambda: flex(q, k, v, block_mask=mask)
                 run()
@@ -128,6 +142,20 @@ def main():
         print(f"| {r['dtype']} | {r['D']} | {r['mask']} | {r['B']} | {r['H']} | {r['N']} "
               f"| {t('attn')} | {t('flash')} | {t('cudnn')} | {t('flex')} "
               f"| {ratio('flash')} | {ratio('cudnn')} | {ratio('flex')} |")
+
+    masked = [r for r in rows if "skip_efficiency" in r]
+    if masked:
+        print("\n| mask | N | density | attn useful | attn dense | skipping efficiency | Flex useful | Flex mask build ms | attn/Flex |")
+        print("|---|---|---|---|---|---|---|---|---|")
+    for r in masked:
+        dense = 4.0 * r["B"] * r["H"] * r["N"] ** 2 * r["D"] / r["dense_attn_ms"] / 1e9
+        flex = r.get("flex_tflops")
+        print(f"| {r['mask']} | {r['N']} | {r['density']:.4f} | {r['attn_tflops']:.1f} "
+              f"| {dense:.1f} | {r['skip_efficiency']:.3f} "
+              f"| {flex:.1f} | {r.get('flex_mask_ms', float('nan')):.3f} "
+              f"| {r['attn_tflops'] / flex:.3f} |" if flex else
+              f"| {r['mask']} | {r['N']} | {r['density']:.4f} | {r['attn_tflops']:.1f} "
+              f"| {dense:.1f} | {r['skip_efficiency']:.3f} | n/a | n/a | n/a |")
 
 
 if __name__ == "__main__":

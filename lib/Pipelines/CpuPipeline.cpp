@@ -28,6 +28,11 @@ namespace {
 
 void addTileStage(OpPassManager &pm, const CpuPipelineOptions &options) {
   pm.addPass(createRecordShapeContract());
+  if (options.autoBlockMasks)
+    pm.addPass(createDeriveBlockMasks());
+  LowerBlockMasksOptions lists;
+  lists.boundsChecks = options.boundsChecks;
+  pm.addPass(createLowerBlockMasks(lists));
   TileAttentionOptions tile;
   tile.qTile = options.qTile;
   pm.addPass(createTileAttention(tile));

@@ -49,6 +49,12 @@ bool usesTensorCores(const NvvmStageOptions &options) {
 
 void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
   pm.addPass(createRecordShapeContract());
+  if (options.pipeline.autoBlockMasks)
+    pm.addPass(createDeriveBlockMasks());
+  LowerBlockMasksOptions lists;
+  lists.target = "gpu";
+  lists.boundsChecks = options.pipeline.boundsChecks;
+  pm.addPass(createLowerBlockMasks(lists));
   if (usesTensorCores(options)) {
     AttentionToMmaOptions mma;
     mma.qTile = options.pipeline.qTile;
@@ -109,7 +115,7 @@ void addGpuStage(OpPassManager &pm, const NvvmStageOptions &options) {
   pm.addPass(createCSEPass());
   // Constants back into the kernel, where divisions by tile sizes fold into
   // shifts.
-  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createSinkIntoLaunches());
   pm.addPass(createGpuKernelOutliningPass());
 }
 

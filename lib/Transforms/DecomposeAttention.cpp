@@ -41,8 +41,8 @@ bool mlir::attn::inGpuKernel(Operation *op) {
 
 /// Declares attnReportRegionError in `root`, a module, once. A pass nested
 /// deeper must not add symbols to its parent (other threads read it).
-static LogicalResult declareRegionErrorFunction(Operation *root,
-                                                StringRef passName) {
+LogicalResult mlir::attn::declareRegionErrorFunction(Operation *root,
+                                                     StringRef passName) {
   auto module = dyn_cast<ModuleOp>(root);
   if (!module)
     return root->emitError() << passName
@@ -85,10 +85,18 @@ LogicalResult mlir::attn::decomposeAttentionOps(Operation *root,
     options.checks = !boundsChecks     ? RegionChecks::None
                      : inGpuKernel(op) ? RegionChecks::DeviceTrap
                                        : RegionChecks::HostReport;
-    options.schedule = KvBlockSchedule::forOp(op);
+    FailureOr<KvBlockSchedule> schedule = KvBlockSchedule::forOp(op);
+    if (failed(schedule))
+      return failure();
+    options.schedule = *schedule;
     IRRewriter rewriter(op->getContext());
     rewriter.setInsertionPoint(op);
+    Value blockMask = op.getBlockMask();
     rewriter.replaceOp(op, buildFlashLoop(rewriter, op, options));
+    // The lists are read as tensors now; the block mask value is dead.
+    if (Operation *make = blockMask ? blockMask.getDefiningOp() : nullptr)
+      if (make->use_empty())
+        rewriter.eraseOp(make);
   }
   return success();
 }

@@ -42,6 +42,7 @@ public:
   FlashBuilder(OpBuilder &b, AttentionOp op, const FlashLoopOptions &options)
       : b(b), loc(op.getLoc()), op(op), kvTile(options.kvTile),
         regions(op, options.checks), schedule(options.schedule),
+        qBlock(schedule.lists.qBlock), kvBlock(schedule.lists.kvBlock),
         f32(b.getF32Type()) {}
 
   /// Returns the op's results, computed by the loop nest.
@@ -68,23 +69,34 @@ private:
   struct Position {
     Value localB, localH, b, h, kvHead, q;
   };
-  /// One kv-tile step: returns the new (acc, max, sum).
-  SmallVector<Value> step(Value kv0, ValueRange carried, const Position &pos,
-                          bool applyCausal);
+  /// One kv-tile step over keys [kv0, min(kv0 + kv-tile, end)): returns the
+  /// new (acc, max, sum).
+  SmallVector<Value> step(Value kv0, Value end, ValueRange carried,
+                          const Position &pos, bool applyCausal,
+                          bool applyMask);
   SmallVector<Value> kvLoop(Value lb, Value ub, ValueRange init,
-                            const Position &pos, bool applyCausal);
+                            const Position &pos, bool applyCausal,
+                            bool applyMask);
+  /// The block mask's schedule: the listed partial blocks (with the
+  /// mask_mod), then the full ones (without).
+  SmallVector<Value> listLoops(ValueRange init, const Position &pos);
+  /// Every block of one list: `counts` [B, H, QB] and `indices`
+  /// [B, H, QB, KB].
+  SmallVector<Value> listLoop(Value counts, Value indices, ValueRange init,
+                              const Position &pos, bool applyMask);
   /// acc / sum into the output (and the logsumexp) at (b, h).
   SmallVector<Value> finish(ValueRange state, ValueRange outs,
                             const Position &pos);
   /// S = Q . K^T with score_mod and masks applied.
   Value scores(Value q, Value k, Value kvStart, const Position &pos,
-               bool applyCausal);
+               bool applyCausal, bool applyMask);
   OpBuilder &b;
   Location loc;
   AttentionOp op;
   int64_t kvTile;
   RegionInliner regions;
   KvBlockSchedule schedule;
+  int64_t qBlock, kvBlock;
   Type f32;
   // Whole-problem offsets of the op's tile, and its row count.
   Value offB, offH, offQ, offKV, rows;
@@ -110,9 +122,8 @@ Value FlashBuilder::filled(ArrayRef<OpFoldResult> sizes, double value) {
 }
 
 Value FlashBuilder::scores(Value q, Value k, Value kvStart, const Position &pos,
-                           bool applyCausal) {
+                           bool applyCausal, bool applyMask) {
   OpBuilder &builder = b;
-  bool applyMask = op.hasMaskMod();
   MLIRContext *ctx = builder.getContext();
   Value m = tensor::DimOp::create(builder, loc, q, 0);
   Value n = tensor::DimOp::create(builder, loc, k, 0);
@@ -182,10 +193,11 @@ Value FlashBuilder::scores(Value q, Value k, Value kvStart, const Position &pos,
       .getResult(0);
 }
 
-SmallVector<Value> FlashBuilder::step(Value kv0, ValueRange carried,
-                                      const Position &pos, bool applyCausal) {
+SmallVector<Value> FlashBuilder::step(Value kv0, Value end, ValueRange carried,
+                                      const Position &pos, bool applyCausal,
+                                      bool applyMask) {
   Value acc = carried[0], max = carried[1], sum = carried[2];
-  // min(kv-tile, N - kv0) as an affine.min, so that its bound (kv-tile) is
+  // min(kv-tile, end - kv0) as an affine.min, so that its bound (kv-tile) is
   // visible to ValueBoundsOpInterface (GPU threads size storage by it).
   AffineExpr s0, s1;
   bindSymbols(b.getContext(), s0, s1);
@@ -193,13 +205,13 @@ SmallVector<Value> FlashBuilder::step(Value kv0, ValueRange carried,
       b, loc,
       AffineMap::get(0, 2, {b.getAffineConstantExpr(kvTile), s0 - s1},
                      b.getContext()),
-      ValueRange{dim(op.getKey(), 2), kv0});
+      ValueRange{end, kv0});
   Value k =
       rowsOf(op.getKey(), pos.localB, pos.kvHead, kv0, len, op.getHeadDim());
   Value v = rowsOf(op.getValue(), pos.localB, pos.kvHead, kv0, len,
                    op.getValueHeadDim());
   Value kvStart = arith::AddIOp::create(b, loc, offKV, kv0);
-  Value s = scores(pos.q, k, kvStart, pos, applyCausal);
+  Value s = scores(pos.q, k, kvStart, pos, applyCausal, applyMask);
 
   // Without a score_mod the softmax applies the scale (before its max).
   float scale = op.hasScoreMod() ? 1.0f : op.getScaleValue();
@@ -240,14 +252,71 @@ SmallVector<Value> FlashBuilder::step(Value kv0, ValueRange carried,
 }
 
 SmallVector<Value> FlashBuilder::kvLoop(Value lb, Value ub, ValueRange init,
-                                        const Position &pos, bool applyCausal) {
+                                        const Position &pos, bool applyCausal,
+                                        bool applyMask) {
   auto loop = scf::ForOp::create(b, loc, lb, ub, index(kvTile), init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   SmallVector<Value> next =
-      step(loop.getInductionVar(), loop.getRegionIterArgs(), pos, applyCausal);
+      step(loop.getInductionVar(), ub, loop.getRegionIterArgs(), pos,
+           applyCausal, applyMask);
   scf::YieldOp::create(b, loc, next);
   return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> FlashBuilder::listLoop(Value counts, Value indices,
+                                          ValueRange init, const Position &pos,
+                                          bool applyMask) {
+  // A block mask of batch (head) extent 1 serves every batch (head).
+  auto broadcast = [&](Value tensor, int64_t d, Value position) -> Value {
+    Value isOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        dim(tensor, d), index(1));
+    return arith::SelectOp::create(b, loc, isOne, index(0), position);
+  };
+  Value bm = broadcast(counts, 0, pos.b), hm = broadcast(counts, 1, pos.h);
+  Type indexType = b.getIndexType();
+  auto read = [&](Value tensor, ValueRange at) -> Value {
+    return arith::IndexCastOp::create(
+        b, loc, indexType, tensor::ExtractOp::create(b, loc, tensor, at));
+  };
+  // The tile lies in one q-block (the tile pass makes q-tiles divide it); a
+  // q-block past the lists' extent, or a count past the index row, is read
+  // as no more blocks rather than out of bounds.
+  Value qb = arith::DivUIOp::create(b, loc, offQ, index(qBlock));
+  Value inLists = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, qb,
+                                        dim(counts, 2));
+  Value safeQb = arith::SelectOp::create(b, loc, inLists, qb, index(0));
+  Value count = arith::MinSIOp::create(b, loc, read(counts, {bm, hm, safeQb}),
+                                       dim(indices, 3));
+  count = arith::SelectOp::create(
+      b, loc, inLists, arith::MaxSIOp::create(b, loc, count, index(0)),
+      index(0));
+  auto loop = scf::ForOp::create(b, loc, index(0), count, index(1), init);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value block = read(indices, {bm, hm, safeQb, loop.getInductionVar()});
+  // The block's keys, local to the op's kv range and clipped to it.
+  Value first = arith::SubIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, block, index(kvBlock)), offKV);
+  Value n = dim(op.getKey(), 2);
+  Value begin = arith::MaxSIOp::create(b, loc, first, index(0));
+  Value end = arith::MinSIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, first, index(kvBlock)), n);
+  SmallVector<Value> next = kvLoop(begin, end, loop.getRegionIterArgs(), pos,
+                                   op.getCausal(), applyMask);
+  scf::YieldOp::create(b, loc, next);
+  return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> FlashBuilder::listLoops(ValueRange init,
+                                           const Position &pos) {
+  const BlockMaskLists &lists = schedule.lists;
+  SmallVector<Value> state =
+      listLoop(lists.counts, lists.indices, init, pos, op.hasMaskMod());
+  if (lists.fullCounts)
+    state = listLoop(lists.fullCounts, lists.fullIndices, state, pos,
+                     /*applyMask=*/false);
+  return state;
 }
 
 SmallVector<Value> FlashBuilder::finish(ValueRange state, ValueRange outs,
@@ -341,8 +410,9 @@ SmallVector<Value> FlashBuilder::build() {
 
   // The schedule's bounds depend only on the tile's offsets: computed once,
   // outside the batch and head loops.
-  SmallVector<KvSegment> segments =
-      schedule.segments(b, loc, offQ, offKV, rows, n, kvTile);
+  SmallVector<KvSegment> segments;
+  if (schedule.kind != KvBlockSchedule::Kind::Lists)
+    segments = schedule.segments(b, loc, offQ, offKV, rows, n, kvTile);
 
   SmallVector<Value> inits = {op.getOutputs()[0]};
   if (Value lse = op.getLogsumexpInit())
@@ -370,9 +440,11 @@ SmallVector<Value> FlashBuilder::build() {
         filled({rows, b.getIndexAttr(dv)}, 0.0),
         filled({rows}, -std::numeric_limits<double>::infinity()),
         filled({rows}, 0.0)};
+    if (schedule.kind == KvBlockSchedule::Kind::Lists)
+      state = listLoops(state, pos);
     for (const KvSegment &segment : segments)
-      state =
-          kvLoop(segment.begin, segment.end, state, pos, segment.applyCausal);
+      state = kvLoop(segment.begin, segment.end, state, pos,
+                     segment.applyCausal, op.hasMaskMod());
     scf::YieldOp::create(b, loc,
                          finish(state, headLoop.getRegionIterArgs(), pos));
   }

@@ -7,6 +7,27 @@
 using namespace mlir;
 using namespace mlir::attn;
 
+FailureOr<BlockMaskLists> BlockMaskLists::of(AttentionOp op) {
+  auto make = op.getBlockMask().getDefiningOp<MakeBlockMaskOp>();
+  if (!make)
+    return op.emitOpError()
+           << "has a block mask that is not an attn.make_block_mask in its "
+              "function (run attn-lower-block-masks first)";
+  auto type = cast<BlockMaskType>(make.getType());
+  return BlockMaskLists{make.getKvNumBlocks(),     make.getKvIndices(),
+                        make.getFullKvNumBlocks(), make.getFullKvIndices(),
+                        type.getQBlock(),          type.getKvBlock()};
+}
+
+FailureOr<KvBlockSchedule> KvBlockSchedule::forOp(AttentionOp op) {
+  if (!op.getBlockMask())
+    return KvBlockSchedule{op.getCausal() ? Kind::Causal : Kind::Dense, {}};
+  FailureOr<BlockMaskLists> lists = BlockMaskLists::of(op);
+  if (failed(lists))
+    return failure();
+  return KvBlockSchedule{Kind::Lists, *lists};
+}
+
 SmallVector<KvSegment> KvBlockSchedule::segments(OpBuilder &b, Location loc,
                                                  Value offQ, Value offKV,
                                                  Value rows, Value n,

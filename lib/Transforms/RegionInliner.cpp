@@ -38,12 +38,12 @@ bool isSignedDivision(Operation *op) {
 
 Value RegionInliner::scoreMod(OpBuilder &builder, Location loc, Value score,
                               Value b, Value h, Value q, Value kv) {
-  return inlineRegion(builder, loc, op.getScoreMod(), {score, b, h, q, kv});
+  return inlineRegion(builder, loc, *scoreModRegion, {score, b, h, q, kv});
 }
 
 Value RegionInliner::maskMod(OpBuilder &builder, Location loc, Value b, Value h,
                              Value q, Value kv) {
-  return inlineRegion(builder, loc, op.getMaskMod(), {b, h, q, kv});
+  return inlineRegion(builder, loc, *maskModRegion, {b, h, q, kv});
 }
 
 Value RegionInliner::inlineRegion(OpBuilder &builder, Location l,
@@ -51,7 +51,7 @@ Value RegionInliner::inlineRegion(OpBuilder &builder, Location l,
   IRMapping mapping;
   Block &block = region.front();
   mapping.map(block.getArguments(), args);
-  int64_t regionId = &region == &op.getScoreMod() ? 0 : 1;
+  int64_t regionId = &region == scoreModRegion ? 0 : 1;
   for (Operation &nested : block.without_terminator())
     cloneChecked(builder, nested, mapping, regionId);
   return mapping.lookupOrDefault(

@@ -16,6 +16,8 @@
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <numeric>
+
 namespace mlir::attn {
 #define GEN_PASS_DEF_TILEATTENTION
 #include "AttnDialect/Transforms/Passes.h.inc"
@@ -61,11 +63,16 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
             chooseSimtTiles(op, qTile, kvTile, sharedMemoryPerBlock)
                 .value_or(std::make_pair(qTile > 0 ? qTile : 16,
                                          kvTile > 0 ? kvTile : 16));
-        if (threadRows > opQTile) {
-          op.emitOpError() << "has q-tile " << opQTile
-                           << ", fewer rows than thread-rows";
-          return signalPassFailure();
-        }
+      }
+      // A tile reads the kv-block lists of one q-block: q-tiles divide it.
+      if (Value blockMask = op.getBlockMask())
+        opQTile = std::gcd(
+            opQTile, static_cast<int64_t>(
+                         cast<BlockMaskType>(blockMask.getType()).getQBlock()));
+      if (threadRows > opQTile) {
+        op.emitOpError() << "has q-tile " << opQTile
+                         << ", fewer rows than thread-rows";
+        return signalPassFailure();
       }
       scf::SCFTilingOptions options;
       // (b, h, m) tiled by (1, 1, q-tile); Dv untiled (0).

@@ -8,14 +8,18 @@
 #      mask and score_mod variant compiled there by attn-run for the GPU and
 #      checked against attn-run's float64 reference, which interprets the
 #      regions.
-# Logs under ${OUT:-/tmp}; exits non-zero if anything failed.
+# Logs under ${OUT:-/tmp}; exits non-zero if anything failed. MMA_MATRIX=0
+# runs part 2 alone.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp}
 status=0
 export PYTHONPATH=$PWD/build-runtime/python:/tmp/site
 lens=1,17,64,130,257,1000,4097
-for bundle in gpu-bundles/mma-*-bundle.json; do
+# MMA_MATRIX=0 skips part 1.
+matrix=()
+[ "${MMA_MATRIX:-1}" = 0 ] || matrix=(gpu-bundles/mma-*-bundle.json)
+for bundle in "${matrix[@]}"; do
   python3 bench/gpu_check.py "$bundle" --batch=1,2 --heads=8:2,8:1 --lens=$lens \
     > "$out/last.txt" 2>&1 || status=1
   cat "$out/last.txt" >> "$out/mma-matrix.log"

@@ -123,4 +123,21 @@ def DistributeToThreads : Pass<"attn-distribute-to-threads"> {
   ];
 }
 
+def SinkIntoLaunches : Pass<"attn-sink-into-launches"> {
+  let summary = "move constants, sizes and workspace views into gpu.launch";
+  let description = [{
+    Upstream's `gpu-launch-sink-index-computations`, which moves constants
+    and `memref.dim` into the launches that use them (divisions by tile
+    sizes then fold into shifts), extended to views of the runtime's
+    workspace (`memref.reinterpret_cast` and `memref.cast` of an
+    `attn.workspace`, such as a block mask's lists): a kernel bundle passes
+    the workspace itself and the view's offset and sizes as integers, never
+    a view.
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
 #endif // ATTN_GPU_PASSES_TD

@@ -80,10 +80,13 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     A `block_mask` lists, per q-block, which kv-blocks are partially and
     fully unmasked (FlexAttention's semantics: a full block needs no
     `mask_mod`, a partial one applies it, an unlisted one is skipped), so
-    an op with a block mask must have a `mask_mod`. The lowering does not
-    read block masks yet: `mask_mod` decides every element, and only
-    `causal` skips kv-tiles (those above the diagonal). Rows with no
-    unmasked element produce 0 (and a logsumexp of -inf), never NaN.
+    an op with a block mask must have a `mask_mod`. The kernels visit only
+    the listed kv-blocks (CPU, SIMT and mma lowerings), and the pipelines
+    give an op with a `mask_mod` and no block mask the block mask of its
+    mask_mod (`auto-block-masks`). The block mask must be an
+    `attn.make_block_mask` or `attn.create_block_mask` of the same function.
+    Rows with no unmasked element produce 0 (and a logsumexp of -inf),
+    never NaN.
 
     Example:
 

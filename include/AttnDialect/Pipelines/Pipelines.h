@@ -37,6 +37,12 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "integer divisions; a violation calls "
                      "attnReportRegionError (the CPU runner provides it)"),
       llvm::cl::init(false)};
+  Option<bool> autoBlockMasks{
+      *this, "auto-block-masks",
+      llvm::cl::desc("give each attention with a mask_mod and no block mask "
+                     "the 128 x 128 block mask of its mask_mod, so that its "
+                     "kernel skips the blocks the mask removes"),
+      llvm::cl::init(true)};
 };
 
 /// Where the NVVM pipeline stops:
@@ -95,6 +101,12 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
                      "integer divisions; a violation prints what and where "
                      "and stops the kernel with a trap"),
       llvm::cl::init(false)};
+  Option<bool> autoBlockMasks{
+      *this, "auto-block-masks",
+      llvm::cl::desc("give each attention with a mask_mod and no block mask "
+                     "the 128 x 128 block mask of its mask_mod, so that its "
+                     "kernel skips the blocks the mask removes"),
+      llvm::cl::init(true)};
 };
 
 /// The largest q-tile, kv-tile and row-tile the pipelines accept: larger

@@ -34,6 +34,10 @@ SmallVector<Value> buildFlashLoop(OpBuilder &b, AttentionOp op,
 /// blocks or threads, or a GPU launch or function.
 bool inGpuKernel(Operation *op);
 
+/// Declares attnReportRegionError, which host-side region checks call, in
+/// `root` (a module) once; an error when `root` is not a module.
+LogicalResult declareRegionErrorFunction(Operation *root, StringRef passName);
+
 /// Replaces every attn.attention under `root` by its flash loop, with the
 /// kv-tile the tile pass recorded on the op (or `defaultKvTile`), checked
 /// regions when `boundsChecks` is set, and the op's own schedule. Declares

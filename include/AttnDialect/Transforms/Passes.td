@@ -240,12 +240,76 @@ def DecomposeSoftmax : Pass<"attn-decompose-softmax"> {
   ];
 }
 
+def DeriveBlockMasks : Pass<"attn-derive-block-masks"> {
+  let summary = "a block mask for every attention with a mask_mod and none";
+  let description = [{
+    FlexAttention asks users to build a block mask from their mask_mod; here
+    the pipeline does it. Every untiled `attn.attention` with a `mask_mod`
+    and no `block_mask` gets an `attn.create_block_mask` of the same
+    mask_mod over its (B, Hq, M, N), with blocks of `q-block` x `kv-block`.
+    When the mask_mod does not read its batch (or head) argument, the mask
+    is built once for every batch (head): B (H) is 1. An explicit block
+    mask is left as given.
+  }];
+  let options = [
+    Option<"qBlock", "q-block", "int64_t", /*default=*/"128",
+           "query rows per block (a power of two, 16 to 1024)">,
+    Option<"kvBlock", "kv-block", "int64_t", /*default=*/"128",
+           "keys per block (a power of two, 16 to 1024)">
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {
+  let summary = "compute each attn.create_block_mask's kv-block lists";
+  let description = [{
+    Replaces `attn.create_block_mask` by the code that computes its kv-side
+    lists and an `attn.make_block_mask` of them, which the attention
+    lowerings read; `attn.block_mask_field` reads of its kv-side fields
+    become those tensors. Memory is proportional to the number of blocks:
+    the mask_mod is evaluated block by block, never stored as a matrix.
+    Positions past Q_LEN or KV_LEN do not count: a block is full when the
+    mask_mod keeps every position of it inside the problem, partial when it
+    keeps some, and unlisted when it keeps none.
+
+    - `target=cpu`: loops over (b, h, q-block, kv-block) that scan each
+      block and append it to the partial or the full list (buffers the
+      host allocates).
+    - `target=gpu`: two kernels and the runtime's workspace
+      (`attn.workspace`): a block of 128 threads per (kv-block, q-block,
+      b * h) scans its block and records keep/drop bits with warp votes;
+      one thread per (b, h, q-block) then compacts its row into the lists
+      (clearing the bits). A third kernel, at the end of the function,
+      zeroes the lists, as the workspace's contract asks.
+
+    The q-side (transposed) fields are not computed yet: reading one is an
+    error.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "where the lists are computed: cpu (host loops) or gpu (kernels)">,
+    Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"false",
+           "check the mask_mod's captured reads and integer divisions, as "
+           "attn-decompose-attention does">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def CheckDecomposed : Pass<"attn-check-decomposed"> {
   let summary = "fail on attn ops that the decompositions left behind";
   let description = [{
     Runs after the decomposition passes of a pipeline: any `attn` op still
-    there (a block mask read with `attn.block_mask_field`, say, whose tensors
-    nothing computes yet) gets an error naming it, instead of an opaque
+    there (a read of a block mask's q-side field, say, which nothing
+    computes yet) gets an error naming it, instead of an opaque
     failure in bufferization or LLVM translation later.
   }];
 }

@@ -27,10 +27,15 @@ namespace attn {
 /// trapping (in GPU kernels).
 enum class RegionChecks { None, HostReport, DeviceTrap };
 
-/// Clones an attention op's regions at a builder's insertion point.
+/// Clones an attention op's regions (or a block mask's mask_mod) at a
+/// builder's insertion point.
 class RegionInliner {
 public:
-  RegionInliner(AttentionOp op, RegionChecks checks) : op(op), checks(checks) {}
+  RegionInliner(AttentionOp op, RegionChecks checks)
+      : scoreModRegion(&op.getScoreMod()), maskModRegion(&op.getMaskMod()),
+        checks(checks) {}
+  RegionInliner(CreateBlockMaskOp op, RegionChecks checks)
+      : maskModRegion(&op.getMaskMod()), checks(checks) {}
 
   /// score_mod(score, b, h, q, kv): the f32 score to use.
   Value scoreMod(OpBuilder &builder, Location loc, Value score, Value b,
@@ -56,7 +61,8 @@ private:
   void report(OpBuilder &builder, Location l, Value error, int64_t region,
               Value operand, Value dim, Value index, Value size);
 
-  AttentionOp op;
+  Region *scoreModRegion = nullptr;
+  Region *maskModRegion = nullptr;
   RegionChecks checks;
 };
 

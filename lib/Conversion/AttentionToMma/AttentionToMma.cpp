@@ -18,6 +18,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <numeric>
+
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTENTIONTOMMA
 #include "AttnDialect/Conversion/Passes.h.inc"
@@ -30,11 +32,13 @@ using namespace mlir::attn::mma;
 namespace {
 
 /// Whether the tensor-core kernel computes `op`: 16-bit inputs and head
-/// dims it can split into k16 steps, outside any kernel.
+/// dims it can split into k16 steps, outside any kernel, and, with a block
+/// mask, not a tile of a larger op (its lists are the whole problem's).
 bool servesOp(AttentionOp op) {
   Type element = op.getQueryType().getElementType();
   return (element.isF16() || element.isBF16()) && op.getHeadDim() % 16 == 0 &&
-         op.getValueHeadDim() % 16 == 0 && !inGpuKernel(op);
+         op.getValueHeadDim() % 16 == 0 && !inGpuKernel(op) &&
+         !(op.getBlockMask() && !op.getOffsets().empty());
 }
 
 struct AttentionToMmaPass : attn::impl::AttentionToMmaBase<AttentionToMmaPass> {
@@ -88,9 +92,33 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
   MmaShape shape{op.getHeadDim(), op.getValueHeadDim(),
                  outElement.getIntOrFloatBitWidth() / 8,
                  op.hasMaskMod() || op.hasScoreMod()};
+  BlockMaskLists lists;
+  if (op.getBlockMask()) {
+    FailureOr<BlockMaskLists> read = BlockMaskLists::of(op);
+    if (failed(read))
+      return failure();
+    lists = *read;
+  }
+  MmaTiles given{qTile, kvTile, bands, stages};
   std::optional<MmaTiles> tiles =
-      chooseTiles(shape, {qTile, kvTile, bands, stages}, warps,
-                  sharedMemoryPerBlock);
+      chooseTiles(shape, given, warps, sharedMemoryPerBlock);
+  // A block reads one q-block's lists and walks each listed kv-block in
+  // whole kv-tiles: chosen tiles are cut to divide the blocks.
+  if (tiles && lists.counts &&
+      (lists.qBlock % tiles->qTile != 0 ||
+       lists.kvBlock % tiles->kvTile != 0)) {
+    if (given.qTile == 0)
+      given.qTile = std::gcd(tiles->qTile, lists.qBlock);
+    if (given.kvTile == 0)
+      given.kvTile = std::gcd(tiles->kvTile, lists.kvBlock);
+    tiles = chooseTiles(shape, given, warps, sharedMemoryPerBlock);
+    if (tiles && (lists.qBlock % tiles->qTile != 0 ||
+                  lists.kvBlock % tiles->kvTile != 0))
+      return op.emitOpError()
+             << "has a block mask of " << lists.qBlock << " x " << lists.kvBlock
+             << " blocks, which q-tile " << tiles->qTile << " and kv-tile "
+             << tiles->kvTile << " do not divide";
+  }
   if (!tiles)
     return op.emitOpError()
            << "has no mma.sync tiles that fit "
@@ -114,6 +142,23 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
   Value output = bufferOf(op.getOutputs()[0], false);
   Value lse =
       op.getLogsumexpInit() ? bufferOf(op.getLogsumexpInit(), false) : Value();
+  // The lists may be views of the workspace: any strided layout.
+  auto listBuffer = [&](Value tensor) -> Value {
+    if (!tensor)
+      return tensor;
+    auto type = cast<RankedTensorType>(tensor.getType());
+    auto layout = StridedLayoutAttr::get(
+        rewriter.getContext(), ShapedType::kDynamic,
+        SmallVector<int64_t>(type.getRank(), ShapedType::kDynamic));
+    return bufferization::ToBufferOp::create(
+        rewriter, loc,
+        MemRefType::get(type.getShape(), type.getElementType(), layout), tensor,
+        /*readOnly=*/true);
+  };
+  lists.counts = listBuffer(lists.counts);
+  lists.indices = listBuffer(lists.indices);
+  lists.fullCounts = listBuffer(lists.fullCounts);
+  lists.fullIndices = listBuffer(lists.fullIndices);
 
   auto index = [&](int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
@@ -177,6 +222,7 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     kernel.value = value;
     kernel.output = output;
     kernel.lse = lse;
+    kernel.lists = lists;
     kernel.queryStage = view(0, {tiles->qTile, shape.headDim + pad}, element);
     kernel.outputStage =
         view(0, {tiles->qTile, shape.valueHeadDim + outPad}, outElement);
@@ -202,6 +248,11 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
   SmallVector<Value> results = {asTensor(output, outType)};
   if (lse)
     results.push_back(asTensor(lse, op.getLogsumexpInit().getType()));
+  Value blockMask = op.getBlockMask();
   rewriter.replaceOp(op, results);
+  // The kernel reads the lists; the block mask value is dead.
+  if (Operation *make = blockMask ? blockMask.getDefiningOp() : nullptr)
+    if (make->use_empty())
+      rewriter.eraseOp(make);
   return success();
 }

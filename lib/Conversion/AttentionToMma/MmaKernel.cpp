@@ -150,6 +150,18 @@ private:
   void storeOutput(ArrayRef<BandTile> acc, ArrayRef<Value> sums,
                    ArrayRef<Value> maxes);
 
+  /// The block mask's schedule for this block: its q-block's partial
+  /// blocks, then its full ones, each cut into kv-tiles.
+  struct ListSteps {
+    Value steps, partialSteps, batch, head, row, lastIndex;
+  };
+  ListSteps readLists();
+  /// The first key of list step j.
+  Value listStart(const ListSteps &lists, Value j);
+  /// Whether list step j (first key kv0) needs the masks: a partial block,
+  /// or a full one that the kv tail or the causal diagonal cuts.
+  Value listNeedsMasks(const ListSteps &lists, Value j, Value kv0);
+
   MmaKernel &k;
   OpBuilder &b;
   Location loc;
@@ -568,6 +580,9 @@ void BlockBuilder::build() {
 
   // The kv-tiles the block visits, and how many lead without masks.
   Value kvTile = c(tiles.kvTile);
+  ListSteps listSteps;
+  if (k.lists.counts)
+    listSteps = readLists();
   Value kvEnd = n;
   Value fullSteps = c(0);
   if (!op.hasMaskMod())
@@ -581,6 +596,18 @@ void BlockBuilder::build() {
     fullSteps = min(fullSteps, below);
   }
   Value steps = arith::CeilDivUIOp::create(b, loc, kvEnd, kvTile);
+  if (k.lists.counts)
+    steps = listSteps.steps;
+  // Step j's first key, and whether its scores need the masks.
+  auto kvStart = [&](Value j) {
+    return k.lists.counts ? listStart(listSteps, j) : mul(j, kvTile);
+  };
+  auto needsMasks = [&](Value j, Value kv0) -> Value {
+    if (!k.lists.counts)
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j,
+                                   fullSteps);
+    return listNeedsMasks(listSteps, j, kv0);
+  };
 
   copyRows(k.query, k.head, q0, m, tiles.qTile, d, k.queryStage, {});
   commitGroup();
@@ -588,7 +615,8 @@ void BlockBuilder::build() {
     auto first = scf::IfOp::create(b, loc, less(c(0), steps));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(first.thenBlock());
-    copyRows(k.key, kvHead, c(0), n, tiles.kvTile, d, k.keyStage, {c(0)});
+    copyRows(k.key, kvHead, kvStart(c(0)), n, tiles.kvTile, d, k.keyStage,
+             {c(0)});
   }
   commitGroup();
   SmallVector<BandTile> queryFragments;
@@ -621,7 +649,7 @@ void BlockBuilder::build() {
     SmallVector<Value> sums(carried.slice(accValues + 2 * bands, 2 * bands));
     bool doubled = tiles.stages == 2;
     Value buffer = doubled ? rem(j, 2) : c(0);
-    Value kv0 = mul(j, kvTile);
+    Value kv0 = kvStart(j);
 
     // V_j lands while S_j is computed, K_j+1 while the softmax and P V_j
     // run. With one stage, each copy waits for a barrier that says no warp
@@ -640,7 +668,7 @@ void BlockBuilder::build() {
       auto prefetch = scf::IfOp::create(b, loc, less(next, steps));
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(prefetch.thenBlock());
-      copyRows(k.key, kvHead, mul(next, kvTile), n, tiles.kvTile, d, k.keyStage,
+      copyRows(k.key, kvHead, kvStart(next), n, tiles.kvTile, d, k.keyStage,
                {doubled ? sub(c(1), buffer) : buffer});
     }
     commitGroup();
@@ -649,8 +677,7 @@ void BlockBuilder::build() {
     SmallVector<Value> flat = flattenTiles(s);
     auto masked = scf::IfOp::create(
         b, loc, TypeRange(SmallVector<Type>(flat.size(), f32)),
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j, fullSteps),
-        /*withElseRegion=*/true);
+        needsMasks(j, kv0), /*withElseRegion=*/true);
     for (bool withMasks : {true, false}) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(withMasks ? masked.thenBlock()
@@ -692,5 +719,78 @@ void BlockBuilder::build() {
 }
 
 } // namespace
+
+BlockBuilder::ListSteps BlockBuilder::readLists() {
+  const BlockMaskLists &lists = k.lists;
+  auto dim = [&](Value buffer, int64_t d) {
+    return memref::DimOp::create(b, loc, buffer, d).getResult();
+  };
+  // A block mask of batch (head) extent 1 serves every batch (head).
+  auto broadcast = [&](int64_t d, Value position) -> Value {
+    Value isOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        dim(lists.counts, d), c(1));
+    return arith::SelectOp::create(b, loc, isOne, c(0), position);
+  };
+  ListSteps steps;
+  steps.batch = broadcast(0, batchW);
+  steps.head = broadcast(1, headW);
+  // The block's rows lie in one q-block (the pass makes q-tiles divide
+  // it); one past the lists' extent has no blocks, and counts are clipped
+  // to the index rows, so no read is out of bounds.
+  Value qb = div(add(offQ, q0), lists.qBlock);
+  Value inLists = less(qb, dim(lists.counts, 2));
+  steps.row = arith::SelectOp::create(b, loc, inLists, qb, c(0));
+  Value kvBlocks = dim(lists.indices, 3);
+  steps.lastIndex = max(sub(kvBlocks, c(1)), c(0));
+  auto count = [&](Value counts) -> Value {
+    Value read = arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        memref::LoadOp::create(b, loc, counts,
+                               ValueRange{steps.batch, steps.head, steps.row}));
+    Value clipped = max(min(read, kvBlocks), c(0));
+    return arith::SelectOp::create(b, loc, inLists, clipped, c(0));
+  };
+  int64_t tilesPerBlock = lists.kvBlock / k.tiles.kvTile;
+  Value partial = count(lists.counts);
+  Value full = lists.fullCounts ? count(lists.fullCounts) : c(0);
+  steps.partialSteps = mul(partial, c(tilesPerBlock));
+  steps.steps = mul(add(partial, full), c(tilesPerBlock));
+  return steps;
+}
+
+Value BlockBuilder::listStart(const ListSteps &steps, Value j) {
+  const BlockMaskLists &lists = k.lists;
+  int64_t tilesPerBlock = lists.kvBlock / k.tiles.kvTile;
+  auto read = [&](Value indices, Value position) -> Value {
+    Value at = max(min(position, steps.lastIndex), c(0));
+    return arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        memref::LoadOp::create(
+            b, loc, indices,
+            ValueRange{steps.batch, steps.head, steps.row, at}));
+  };
+  Value entry = div(j, tilesPerBlock);
+  Value block = read(lists.indices, entry);
+  if (lists.fullIndices) {
+    Value partial = div(steps.partialSteps, tilesPerBlock);
+    Value fullBlock = read(lists.fullIndices, sub(entry, partial));
+    block = arith::SelectOp::create(b, loc, less(j, steps.partialSteps), block,
+                                    fullBlock);
+  }
+  return add(mul(block, c(lists.kvBlock)),
+             mul(rem(j, tilesPerBlock), c(k.tiles.kvTile)));
+}
+
+Value BlockBuilder::listNeedsMasks(const ListSteps &steps, Value j, Value kv0) {
+  Value kvTileEnd = add(kv0, c(k.tiles.kvTile));
+  Value masked = arith::OrIOp::create(b, loc, less(j, steps.partialSteps),
+                                      less(n, kvTileEnd));
+  if (op.getCausal()) {
+    // Below the diagonal for every row when kv0 + kv-tile - 1 <= q0.
+    Value cut = less(add(offQ, q0), sub(kvTileEnd, c(1)));
+    masked = arith::OrIOp::create(b, loc, masked, cut);
+  }
+  return masked;
+}
 
 void MmaKernel::build() { BlockBuilder(*this).build(); }

@@ -11,6 +11,7 @@
 #define ATTN_LIB_CONVERSION_ATTENTIONTOMMA_MMAKERNEL_H
 
 #include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Transforms/KvBlockSchedule.h"
 #include "AttnDialect/Transforms/RegionInliner.h"
 
 #include "mlir/IR/Builders.h"
@@ -69,6 +70,9 @@ struct MmaKernel {
   RegionInliner regions;
 
   Value query, key, value, output, lse;
+  /// The block mask's lists as i32 buffers, when the op has one (counts
+  /// null otherwise): the block visits the kv-blocks its q-block lists.
+  BlockMaskLists lists;
   /// The block's shared memory: Q [q-tile, D + pad], K [stages, kv-tile,
   /// D + pad], V [stages, kv-tile, Dv + pad] and the output rows [q-tile,
   /// Dv + pad] that alias Q.

@@ -1,0 +1,76 @@
+//===- DeriveBlockMasks.cpp - a block mask from each mask_mod -------------===//
+//
+// Gives every attention with a mask_mod and no block mask the block mask of
+// that mask_mod, so that kernels skip the blocks it removes. See the pass
+// description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_DERIVEBLOCKMASKS
+#include "AttnDialect/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+struct DeriveBlockMasksPass
+    : attn::impl::DeriveBlockMasksBase<DeriveBlockMasksPass> {
+  using DeriveBlockMasksBase::DeriveBlockMasksBase;
+
+  void runOnOperation() override {
+    auto blockSize = [](int64_t v) {
+      return v >= 16 && v <= 1024 && llvm::isPowerOf2_64(v);
+    };
+    if (!blockSize(qBlock) || !blockSize(kvBlock)) {
+      getOperation()->emitError()
+          << "attn-derive-block-masks: q-block and kv-block must be powers "
+             "of two from 16 to 1024, got "
+          << qBlock.getValue() << " and " << kvBlock.getValue();
+      return signalPassFailure();
+    }
+    SmallVector<AttentionOp> ops;
+    getOperation()->walk([&](AttentionOp op) {
+      // Tiles (ops with offsets) belong to an op that was derived already.
+      if (op.hasMaskMod() && !op.getBlockMask() && op.getOffsets().empty())
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (AttentionOp op : ops)
+      derive(rewriter, op);
+  }
+
+  void derive(RewriterBase &rewriter, AttentionOp op) {
+    Location loc = op.getLoc();
+    rewriter.setInsertionPoint(op);
+    Block &mask = op.getMaskMod().front();
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    // A mask_mod that ignores b (or h) is the same for every batch (head).
+    auto extent = [&](Value tensor, int64_t dim, int64_t arg) -> Value {
+      if (mask.getArgument(arg).use_empty())
+        return one;
+      return tensor::DimOp::create(rewriter, loc, tensor, dim);
+    };
+    Value batch = extent(op.getQuery(), 0, 0);
+    Value heads = extent(op.getQuery(), 1, 1);
+    Value qLen = tensor::DimOp::create(rewriter, loc, op.getQuery(), 2);
+    Value kvLen = tensor::DimOp::create(rewriter, loc, op.getKey(), 2);
+    auto type = BlockMaskType::get(&getContext(), qBlock, kvBlock);
+    auto create = CreateBlockMaskOp::create(rewriter, loc, type, batch, heads,
+                                            qLen, kvLen);
+    IRMapping mapping;
+    op.getMaskMod().cloneInto(&create.getMaskMod(), mapping);
+    rewriter.modifyOpInPlace(
+        op, [&] { op.getBlockMaskMutable().assign(create.getResult()); });
+  }
+};
+
+} // namespace

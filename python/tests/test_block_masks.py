@@ -1,0 +1,166 @@
+"""Block masks on the CPU: kernels visit only the kv-blocks a block mask
+lists (FlexAttention's semantics: full blocks without the mask_mod, partial
+ones with it, unlisted ones skipped), whether the block mask is built by
+attn.create_block_mask, derived by the pipeline from the mask_mod, or given
+as lists; checked against float64 attention with the mask materialized."""
+
+import numpy as np
+import pytest
+
+import attn
+from conftest import needs_compiler
+
+pytestmark = needs_compiler
+rng = np.random.default_rng(11)
+TOLERANCE = 1e-6  # relative Frobenius, f32 kernels
+WINDOW = 20
+
+
+def reference(q, k, v, keep):
+    """float64 attention of [B, H, M, N] `keep`; empty rows give 0, -inf."""
+    q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
+    s = np.einsum("bhmd,bhnd->bhmn", q, k) / np.sqrt(q.shape[-1])
+    s = np.where(keep, s, -np.inf)
+    out = np.zeros(q.shape[:3] + v.shape[3:])
+    lse = np.full(q.shape[:3], -np.inf)
+    for index in np.ndindex(*q.shape[:3]):
+        row = s[index]
+        if np.isfinite(row).any():
+            top = row.max()
+            p = np.exp(row - top)
+            out[index] = p @ v[index[:2]] / p.sum()
+            lse[index] = top + np.log(p.sum())
+    return out, lse
+
+
+def error(x, y):
+    return np.linalg.norm(x - y) / max(np.linalg.norm(y), 1e-30)
+
+
+MASK_MOD = f"""
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %w = arith.constant {WINDOW} : index
+        %d = arith.subi %qi, %kv : index
+        %ge = arith.cmpi uge, %qi, %kv : index
+        %lt = arith.cmpi ult, %d, %w : index
+        %keep = arith.andi %ge, %lt : i1
+        attn.yield %keep : i1"""
+
+T = "tensor<?x2x?x32xf32>"
+L = "tensor<?x2x?xf32>"
+BM = "!attn.block_mask<q_block = 16, kv_block = 32>"
+
+
+def window_keep(m, n):
+    i, j = np.arange(m)[:, None], np.arange(n)[None, :]
+    return (j <= i) & (i - j < WINDOW)
+
+
+def run(text, m, n, extra=()):
+    kernel = attn.compile_cpu(attn.Module.parse(text))
+    q = rng.uniform(-1, 1, (2, 2, m, 32)).astype(np.float32)
+    k = rng.uniform(-1, 1, (2, 2, n, 32)).astype(np.float32)
+    v = rng.uniform(-1, 1, (2, 2, n, 32)).astype(np.float32)
+    out = np.full(q.shape, np.nan, np.float32)
+    lse = np.full(q.shape[:3], np.nan, np.float32)
+    kernel(q, k, v, *extra, out, lse)
+    return q, k, v, out, lse
+
+
+EXPLICIT = f"""
+func.func @f(%q: {T}, %k: {T}, %v: {T}, %o: {T}, %l: {L}) -> ({T}, {L}) {{
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %m = tensor.dim %q, %c2 : {T}
+  %n = tensor.dim %k, %c2 : {T}
+  %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%m) kv_len(%n)
+      : {BM} mask_mod {{{MASK_MOD}
+      }}
+  %r:2 = attn.attention ins(%q, %k, %v : {T}, {T}, {T}) outs(%o, %l : {T}, {L})
+      block_mask(%bm : {BM}) mask_mod {{{MASK_MOD}
+      }} -> {T}, {L}
+  return %r#0, %r#1 : {T}, {L}
+}}"""
+
+DERIVED = f"""
+func.func @f(%q: {T}, %k: {T}, %v: {T}, %o: {T}, %l: {L}) -> ({T}, {L}) {{
+  %r:2 = attn.attention ins(%q, %k, %v : {T}, {T}, {T}) outs(%o, %l : {T}, {L})
+      mask_mod {{{MASK_MOD}
+      }} -> {T}, {L}
+  return %r#0, %r#1 : {T}, {L}
+}}"""
+
+
+@pytest.mark.parametrize("text", [EXPLICIT, DERIVED],
+                         ids=["explicit", "derived"])
+@pytest.mark.parametrize("m,n", [(1, 1), (17, 40), (100, 77), (130, 257)])
+def test_sliding_window_block_mask(text, m, n):
+    q, k, v, out, lse = run(text, m, n)
+    ref_out, ref_lse = reference(q, k, v, window_keep(m, n))
+    assert error(out, ref_out) < TOLERANCE
+    finite = np.isfinite(ref_lse)
+    assert np.array_equal(np.isfinite(lse), finite)
+    assert np.allclose(lse[finite], ref_lse[finite], atol=1e-5)
+
+
+LISTS = "tensor<1x1x?xi32>, tensor<1x1x?x?xi32>"
+GIVEN = f"""
+func.func @f(%q: {T}, %k: {T}, %v: {T}, %num: tensor<1x1x?xi32>,
+             %idx: tensor<1x1x?x?xi32>, %fnum: tensor<1x1x?xi32>,
+             %fidx: tensor<1x1x?x?xi32>, %o: {T}, %l: {L}) -> ({T}, {L}) {{
+  %bm = attn.make_block_mask kv(%num, %idx : {LISTS})
+      full_kv(%fnum, %fidx : {LISTS}) : {BM}
+  %r:2 = attn.attention ins(%q, %k, %v : {T}, {T}, {T}) outs(%o, %l : {T}, {L})
+      block_mask(%bm : {BM}) mask_mod {{
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %c3 = arith.constant 3 : index
+        %s = arith.addi %qi, %kv : index
+        %r = arith.remui %s, %c3 : index
+        %c0 = arith.constant 0 : index
+        %keep = arith.cmpi ne, %r, %c0 : index
+        attn.yield %keep : i1
+      }} -> {T}, {L}
+  return %r#0, %r#1 : {T}, {L}
+}}"""
+
+
+def lists(classes):
+    """FlexAttention's lists of a [QB, KB] pattern (0 empty, 1 partial,
+    2 full), as [1, 1, ...] int32 arrays."""
+    qb, kb = classes.shape
+    out = []
+    for kind in (1, 2):
+        num = np.zeros((1, 1, qb), np.int32)
+        idx = np.zeros((1, 1, qb, kb), np.int32)
+        for row in range(qb):
+            # Any order is allowed: list them backwards.
+            blocks = np.nonzero(classes[row] == kind)[0][::-1]
+            num[0, 0, row] = len(blocks)
+            idx[0, 0, row, :len(blocks)] = blocks
+        out += [num, idx]
+    return out
+
+
+@pytest.mark.parametrize("m,n", [(40, 70), (64, 128), (97, 200)])
+def test_random_block_pattern(m, n):
+    qb, kb = -(-m // 16), -(-n // 32)
+    classes = rng.integers(0, 3, (qb, kb))
+    classes[0] = 0  # a q-block with no kv-block: 0 and -inf
+    q, k, v, out, lse = run(GIVEN, m, n, lists(classes))
+    i, j = np.arange(m)[:, None], np.arange(n)[None, :]
+    block = classes[i // 16, j // 32]
+    keep = (block == 2) | ((block == 1) & ((i + j) % 3 != 0))
+    ref_out, ref_lse = reference(q, k, v, keep)
+    assert error(out, ref_out) < TOLERANCE
+    assert np.all(out[:, :, :16] == 0)
+    assert np.all(lse[:, :, :16] == -np.inf)
+    finite = np.isfinite(ref_lse)
+    assert np.array_equal(np.isfinite(lse), finite)
+    assert np.allclose(lse[finite], ref_lse[finite], atol=1e-5)
+
+
+def test_a_block_mask_with_no_blocks_gives_zero_and_minus_inf():
+    m, n = 50, 90
+    empty = np.zeros((-(-m // 16), -(-n // 32)), np.int64)
+    q, k, v, out, lse = run(GIVEN, m, n, lists(empty))
+    assert np.all(out == 0) and np.all(lse == -np.inf)

@@ -1,0 +1,126 @@
+// RUN: attn-opt %s --attn-derive-block-masks --split-input-file | FileCheck %s --check-prefix=DERIVE
+// RUN: attn-opt %s --attn-derive-block-masks="q-block=32 kv-block=64" --split-input-file | FileCheck %s --check-prefix=SIZES
+// RUN: attn-opt %s --attn-derive-block-masks --attn-lower-block-masks --split-input-file | FileCheck %s --check-prefix=CPU
+// RUN: attn-opt %s --attn-derive-block-masks --attn-lower-block-masks=target=gpu --split-input-file | FileCheck %s --check-prefix=GPU
+// RUN: attn-opt %s --attn-derive-block-masks --attn-lower-block-masks --attn-tile-attention=q-tile=256 --attn-decompose-attention=kv-tile=32 --split-input-file | FileCheck %s --check-prefix=LOOP
+// RUN: not attn-opt %s --attn-derive-block-masks=q-block=48 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not attn-opt %s --attn-lower-block-masks=target=tpu 2>&1 | FileCheck %s --check-prefix=TARGET
+
+// BAD: attn-derive-block-masks: q-block and kv-block must be powers of two from 16 to 1024, got 48 and 128
+// TARGET: attn-lower-block-masks: target must be cpu or gpu, not 'tpu'
+
+// A sliding window that reads neither b nor h: one mask (batch and heads
+// 1) of the same mask_mod, read by the attention.
+// DERIVE-LABEL: func.func @window
+// DERIVE-DAG:   %[[ONE:.*]] = arith.constant 1 : index
+// DERIVE-DAG:   %[[M:.*]] = tensor.dim %arg0, %c2
+// DERIVE-DAG:   %[[N:.*]] = tensor.dim %arg1, %c2
+// DERIVE:       %[[BM:.*]] = attn.create_block_mask batch(%[[ONE]]) heads(%[[ONE]]) q_len(%[[M]]) kv_len(%[[N]]) : <q_block = 128, kv_block = 128> mask_mod
+// DERIVE:         arith.cmpi ult
+// DERIVE:       attn.attention {{.*}} block_mask(%[[BM]] : !attn.block_mask<q_block = 128, kv_block = 128>)
+// SIZES:        attn.create_block_mask {{.*}} : <q_block = 32, kv_block = 64>
+
+// Host code, for the CPU. Four lists allocated and zeroed, a loop nest over (b, h,
+// q-block, kv-block) that scans each block with the mask_mod and appends
+// it to the partial or the full list, then make_block_mask of the lists.
+// CPU-LABEL: func.func @window
+// CPU-COUNT-4: memref.alloc
+// CPU:         scf.for
+// CPU:           scf.for
+// CPU:             scf.for
+// CPU:               scf.for {{.*}} iter_args
+// CPU:                 scf.for {{.*}} iter_args({{.*}}) -> (i1, i1)
+// CPU:                   arith.cmpi ult
+// CPU:                   arith.ori
+// CPU:                 scf.if
+// CPU:                   memref.store
+// CPU:                 scf.if
+// CPU:                   memref.store
+// CPU:               memref.store
+// CPU:               memref.store
+// CPU-COUNT-4: bufferization.to_tensor
+// CPU:         attn.make_block_mask kv({{.*}}) full_kv({{.*}})
+// CPU-NOT:     attn.create_block_mask
+
+// Device code. The workspace, a scan kernel (warp votes, an atomic or per
+// warp), a compaction kernel, views of the lists, and the kernel that zeroes
+// them before the function returns.
+// GPU-LABEL: func.func @window
+// GPU:         %[[WS:.*]] = attn.workspace
+// GPU:         gpu.launch
+// GPU:           nvvm.vote.sync any
+// GPU:           nvvm.vote.sync any
+// GPU:           memref.atomic_rmw ori
+// GPU:         gpu.launch
+// GPU:           scf.for
+// GPU:             memref.load %[[WS]]
+// GPU-COUNT-4: memref.reinterpret_cast %[[WS]]
+// GPU:         attn.make_block_mask
+// GPU:         attn.attention
+// GPU:         gpu.launch
+// GPU:           memref.store
+// GPU:         return
+
+// The flash loop walks the lists: the tile pass cut q-tile 256 to the
+// q-block (128); the partial blocks apply the mask_mod, the full ones not.
+// LOOP-LABEL: func.func @window
+// LOOP:         scf.forall {{.*}} = (0, 0, 0) to ({{.*}}) step (1, 1, 128)
+// LOOP:           arith.divui %{{.*}}, %c128
+// LOOP:           scf.for {{.*}} iter_args
+// LOOP:             tensor.extract %{{.*}} : tensor<?x?x?x?xi32>
+// LOOP:             scf.for
+// LOOP:               arith.cmpi ult
+// LOOP:               attn.online_softmax
+// LOOP:           scf.for {{.*}} iter_args
+// LOOP:             tensor.extract %{{.*}} : tensor<?x?x?x?xi32>
+// LOOP:             scf.for
+// LOOP-NOT:           arith.cmpi ult
+// LOOP:               attn.online_softmax
+func.func @window(%q: tensor<?x2x?x32xf32>, %k: tensor<?x2x?x32xf32>,
+                  %v: tensor<?x2x?x32xf32>, %o: tensor<?x2x?x32xf32>)
+    -> tensor<?x2x?x32xf32> {
+  %r = attn.attention ins(%q, %k, %v : tensor<?x2x?x32xf32>, tensor<?x2x?x32xf32>, tensor<?x2x?x32xf32>)
+      outs(%o : tensor<?x2x?x32xf32>)
+      mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %c64 = arith.constant 64 : index
+        %d = arith.subi %qi, %kv : index
+        %ge = arith.cmpi uge, %qi, %kv : index
+        %lt = arith.cmpi ult, %d, %c64 : index
+        %keep = arith.andi %ge, %lt : i1
+        attn.yield %keep : i1
+      } -> tensor<?x2x?x32xf32>
+  return %r : tensor<?x2x?x32xf32>
+}
+
+// -----
+
+// A document mask reads b: one mask per batch. Without a mask_mod, or with
+// a block mask given, nothing is derived.
+// DERIVE-LABEL: func.func @documents
+// DERIVE:       %[[B:.*]] = tensor.dim %arg0, %c0
+// DERIVE:       attn.create_block_mask batch(%[[B]]) heads(%c1
+// DERIVE-LABEL: func.func @dense
+// DERIVE-NOT:   attn.create_block_mask
+func.func @documents(%q: tensor<?x2x?x32xf32>, %k: tensor<?x2x?x32xf32>,
+                     %v: tensor<?x2x?x32xf32>, %o: tensor<?x2x?x32xf32>,
+                     %ids: tensor<?x?xi32>) -> tensor<?x2x?x32xf32> {
+  %r = attn.attention ins(%q, %k, %v : tensor<?x2x?x32xf32>, tensor<?x2x?x32xf32>, tensor<?x2x?x32xf32>)
+      outs(%o : tensor<?x2x?x32xf32>)
+      mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %a = tensor.extract %ids[%b, %qi] : tensor<?x?xi32>
+        %c = tensor.extract %ids[%b, %kv] : tensor<?x?xi32>
+        %keep = arith.cmpi eq, %a, %c : i32
+        attn.yield %keep : i1
+      } -> tensor<?x2x?x32xf32>
+  return %r : tensor<?x2x?x32xf32>
+}
+
+func.func @dense(%q: tensor<?x2x?x32xf32>, %k: tensor<?x2x?x32xf32>,
+                 %v: tensor<?x2x?x32xf32>, %o: tensor<?x2x?x32xf32>)
+    -> tensor<?x2x?x32xf32> {
+  %r = attn.attention ins(%q, %k, %v : tensor<?x2x?x32xf32>, tensor<?x2x?x32xf32>, tensor<?x2x?x32xf32>)
+      outs(%o : tensor<?x2x?x32xf32>) {causal} -> tensor<?x2x?x32xf32>
+  return %r : tensor<?x2x?x32xf32>
+}
