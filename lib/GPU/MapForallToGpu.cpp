@@ -115,8 +115,8 @@ struct MapForallToGpuPass : attn::impl::MapForallToGpuBase<MapForallToGpuPass> {
       if (op->getParentOfType<gpu::LaunchOp>())
         return WalkResult::advance();
       op->emitOpError() << "is outside every GPU grid: attn-lower-to-nvvm "
-                           "maps only attn.attention and attn.softmax to "
-                           "the GPU so far";
+                           "maps only attn.attention, attn.softmax and "
+                           "elementwise linalg ops to the GPU so far";
       return WalkResult::interrupt();
     });
     if (leftover.wasInterrupted())

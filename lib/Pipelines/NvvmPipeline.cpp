@@ -72,6 +72,7 @@ void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
   tile.sharedMemoryPerBlock = options.target.sharedMemoryPerBlock;
   tile.gpuMapping = true;
   pm.addPass(createTileAttention(tile));
+  pm.addPass(createTileElementwiseToGrid());
   pm.addPass(createCanonicalizerPass());
 }
 

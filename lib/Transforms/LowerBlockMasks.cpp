@@ -13,6 +13,8 @@
 #include "AttnDialect/Transforms/RegionInliner.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::attn {
@@ -26,6 +28,14 @@ using namespace mlir::attn;
 namespace {
 
 constexpr int64_t kThreads = 128;
+/// Rows of a block each scan thread evaluates at once: their captured reads
+/// are in flight together.
+constexpr int64_t kUnrollScanRows = 8;
+
+/// The two sides of a block mask: rows of q-blocks that list kv-blocks (what
+/// a forward pass walks) and columns of kv-blocks that list q-blocks (the
+/// transposed lists a backward pass walks).
+enum class Side { Kv, Q };
 
 /// Builds the lists of one attn.create_block_mask.
 class ListBuilder {
@@ -33,7 +43,11 @@ public:
   ListBuilder(RewriterBase &b, CreateBlockMaskOp op, RegionChecks checks)
       : b(b), loc(op.getLoc()), op(op), regions(op, checks),
         qBlock(op.getType().getQBlock()), kvBlock(op.getType().getKvBlock()),
-        i32(b.getI32Type()) {}
+        i32(b.getI32Type()) {
+    for (Operation *user : op->getUsers())
+      if (auto field = dyn_cast<BlockMaskFieldOp>(user))
+        qSide |= static_cast<int64_t>(field.getField()) > 3;
+  }
 
   /// Replaces the op by host loops that fill freshly allocated lists.
   void buildOnHost();
@@ -42,6 +56,11 @@ public:
   void buildOnDevice(Operation *end);
 
 private:
+  /// Where one side's lists start in the workspace, in words.
+  struct ListWords {
+    Value counts[2], indices[2]; // partial, full
+  };
+
   Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
@@ -52,19 +71,34 @@ private:
                           arith::ExtUIOp::create(b, loc, i32, flag)));
   }
   void sizes();
+  /// Lines of a side per (b, h) (q-blocks for the kv side), and the blocks
+  /// each line lists from (kv-blocks for the kv side).
+  Value lines(Side side) { return side == Side::Kv ? qBlocks : kvBlocks; }
+  Value lineLength(Side side) { return side == Side::Kv ? kvBlocks : qBlocks; }
   /// Whether mask_mod keeps (any) and drops (any) positions of block
-  /// (qb, kb) of (bi, hi), over its elements first, first + step, ... inside
-  /// the problem.
+  /// (qb, kb) of (bi, hi), over the columns first, first + step, ... of
+  /// each of its rows inside the problem; the row loop unrolled by
+  /// `unrollRows`.
   std::pair<Value, Value> scanBlock(Value bi, Value hi, Value qb, Value kb,
-                                    Value first, int64_t step);
-  /// Appends kv-block `kb` to the partial or full list of its row, as
-  /// `keep` and `drop` say; `store(list, position, value)` writes a list.
-  /// Returns the new (partial, full) counts.
+                                    Value first, int64_t step,
+                                    int64_t unrollRows = 1);
+  /// Appends `block` to the partial or full list of its line, as `keep` and
+  /// `drop` say; `store(list, position, value)` writes a list. Returns the
+  /// new (partial, full) counts.
   std::pair<Value, Value>
-  append(Value keep, Value drop, Value kb, Value partial, Value full,
+  append(Value keep, Value drop, Value block, Value partial, Value full,
          function_ref<void(int64_t, Value, Value)> store);
-  /// The result: make_block_mask of the four lists, and the field reads
-  /// replaced by them.
+  /// Host loops that scan every block of `side`'s lines into `buffers`
+  /// (counts, indices, full counts, full indices).
+  void fillOnHost(Side side, ArrayRef<Value> buffers);
+  /// A kernel of one warp per line of `side` that reads the line's
+  /// keep/drop words 32 at a time (zeroing them when `clearBits`) and
+  /// appends its partial and full blocks in order: a ballot and a
+  /// population count give each lane its place in the list.
+  void compactOnDevice(Side side, Value workspace, const ListWords &at,
+                       bool clearBits);
+  /// The result: make_block_mask of the kv-side lists, and the field reads
+  /// replaced by their lists (kv side, then q side).
   void replace(ArrayRef<Value> lists);
 
   RewriterBase &b;
@@ -73,6 +107,8 @@ private:
   RegionInliner regions;
   int64_t qBlock, kvBlock;
   Type i32;
+  /// Whether a field read asks for the q-side lists.
+  bool qSide = false;
   Value batch, heads, qLen, kvLen, qBlocks, kvBlocks;
 };
 
@@ -87,34 +123,56 @@ void ListBuilder::sizes() {
 
 std::pair<Value, Value> ListBuilder::scanBlock(Value bi, Value hi, Value qb,
                                                Value kb, Value first,
-                                               int64_t step) {
+                                               int64_t step,
+                                               int64_t unrollRows) {
   Value q0 = mul(qb, c(qBlock)), kv0 = mul(kb, c(kvBlock));
-  Value rows = arith::MinUIOp::create(b, loc, c(qBlock),
-                                      arith::SubIOp::create(b, loc, qLen, q0));
-  Value cols = arith::MinUIOp::create(
-      b, loc, c(kvBlock), arith::SubIOp::create(b, loc, kvLen, kv0));
+  Value lastQ = arith::SubIOp::create(b, loc, qLen, c(1));
+  Value lastKv = arith::SubIOp::create(b, loc, kvLen, c(1));
   Value no = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
   Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
-  // Consecutive elements run along kv, as a captured tensor is laid out.
-  auto loop = scf::ForOp::create(b, loc, first, mul(rows, cols), c(step),
-                                 ValueRange{no, no});
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value e = loop.getInductionVar();
-  Value q = add(q0, arith::DivUIOp::create(b, loc, e, cols));
-  Value kv = add(kv0, arith::RemUIOp::create(b, loc, e, cols));
-  Value keep = regions.maskMod(b, loc, bi, hi, q, kv);
-  Value drop = arith::XOrIOp::create(b, loc, keep, yes);
-  ValueRange seen = loop.getRegionIterArgs();
-  scf::YieldOp::create(
-      b, loc,
-      ValueRange{arith::OrIOp::create(b, loc, seen[0], keep).getResult(),
-                 arith::OrIOp::create(b, loc, seen[1], drop).getResult()});
-  return {loop.getResult(0), loop.getResult(1)};
+  auto less = [&](Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
+  };
+  // Row by row, the columns first, first + step, ...: neighbouring threads
+  // read neighbouring kv positions, as a captured tensor is laid out. The
+  // trip counts are the block sizes, whatever the lengths, so that rows
+  // unroll and their reads overlap: positions past Q_LEN or KV_LEN are
+  // clamped to the last one (the mask_mod sees only positions inside the
+  // problem) and do not count.
+  auto rowLoop =
+      scf::ForOp::create(b, loc, c(0), c(qBlock), c(1), ValueRange{no, no});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(rowLoop.getBody());
+    Value row = add(q0, rowLoop.getInductionVar());
+    Value q = arith::MinUIOp::create(b, loc, row, lastQ);
+    auto columnLoop = scf::ForOp::create(b, loc, first, c(kvBlock), c(step),
+                                         rowLoop.getRegionIterArgs());
+    b.setInsertionPointToStart(columnLoop.getBody());
+    Value column = add(kv0, columnLoop.getInductionVar());
+    Value kv = arith::MinUIOp::create(b, loc, column, lastKv);
+    Value inside = arith::AndIOp::create(b, loc, less(row, qLen),
+                                         less(column, kvLen));
+    Value keep = regions.maskMod(b, loc, bi, hi, q, kv);
+    Value drop = arith::XOrIOp::create(b, loc, keep, yes);
+    ValueRange seen = columnLoop.getRegionIterArgs();
+    auto seenIf = [&](Value seenSoFar, Value now) -> Value {
+      return arith::OrIOp::create(b, loc, seenSoFar,
+                                  arith::AndIOp::create(b, loc, now, inside));
+    };
+    scf::YieldOp::create(
+        b, loc, ValueRange{seenIf(seen[0], keep), seenIf(seen[1], drop)});
+    b.setInsertionPointAfter(columnLoop);
+    scf::YieldOp::create(b, loc, columnLoop.getResults());
+  }
+  if (unrollRows > 1)
+    (void)loopUnrollByFactor(rowLoop, unrollRows);
+  return {rowLoop.getResult(0), rowLoop.getResult(1)};
 }
 
 std::pair<Value, Value>
-ListBuilder::append(Value keep, Value drop, Value kb, Value partial, Value full,
+ListBuilder::append(Value keep, Value drop, Value block, Value partial,
+                    Value full,
                     function_ref<void(int64_t, Value, Value)> store) {
   Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
   Value isPartial = arith::AndIOp::create(b, loc, keep, drop);
@@ -125,7 +183,7 @@ ListBuilder::append(Value keep, Value drop, Value kb, Value partial, Value full,
     auto ifOp = scf::IfOp::create(b, loc, flag);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    store(list, count, asI32(kb));
+    store(list, count, asI32(block));
   }
   return {inc(partial, isPartial), inc(full, isFull)};
 }
@@ -135,7 +193,7 @@ void ListBuilder::replace(ArrayRef<Value> lists) {
                                       lists[2], lists[3]);
   for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
     auto field = dyn_cast<BlockMaskFieldOp>(user);
-    if (!field || static_cast<int64_t>(field.getField()) > 3)
+    if (!field)
       continue;
     Value list = lists[static_cast<int64_t>(field.getField())];
     b.setInsertionPoint(field);
@@ -144,52 +202,63 @@ void ListBuilder::replace(ArrayRef<Value> lists) {
   b.replaceOp(op, make.getResult());
 }
 
+void ListBuilder::fillOnHost(Side side, ArrayRef<Value> buffers) {
+  OpBuilder::InsertionGuard guard(b);
+  Value zero = c(0), one = c(1);
+  auto batchLoop = scf::ForOp::create(b, loc, zero, batch, one);
+  b.setInsertionPointToStart(batchLoop.getBody());
+  auto headLoop = scf::ForOp::create(b, loc, zero, heads, one);
+  b.setInsertionPointToStart(headLoop.getBody());
+  auto lineLoop = scf::ForOp::create(b, loc, zero, lines(side), one);
+  b.setInsertionPointToStart(lineLoop.getBody());
+  Value bi = batchLoop.getInductionVar(), hi = headLoop.getInductionVar(),
+        line = lineLoop.getInductionVar();
+  auto blockLoop = scf::ForOp::create(b, loc, zero, lineLength(side), one,
+                                      ValueRange{zero, zero});
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(blockLoop.getBody());
+    Value block = blockLoop.getInductionVar();
+    auto [keep, drop] = side == Side::Kv
+                            ? scanBlock(bi, hi, line, block, zero, 1)
+                            : scanBlock(bi, hi, block, line, zero, 1);
+    ValueRange counts = blockLoop.getRegionIterArgs();
+    auto [partial, full] =
+        append(keep, drop, block, counts[0], counts[1],
+               [&](int64_t list, Value position, Value value) {
+                 memref::StoreOp::create(b, loc, value, buffers[2 * list + 1],
+                                         ValueRange{bi, hi, line, position});
+               });
+    scf::YieldOp::create(b, loc, ValueRange{partial, full});
+  }
+  for (int64_t list : {0, 1})
+    memref::StoreOp::create(b, loc, asI32(blockLoop.getResult(list)),
+                            buffers[2 * list], ValueRange{bi, hi, line});
+}
+
 void ListBuilder::buildOnHost() {
   b.setInsertionPoint(op);
   sizes();
-  Value zero = c(0), one = c(1);
   Value zeroI32 = arith::ConstantIntOp::create(b, loc, i32, 0);
-  SmallVector<Value> countDims = {batch, heads, qBlocks};
-  SmallVector<Value> indexDims = {batch, heads, qBlocks, kvBlocks};
   auto alloc = [&](ArrayRef<Value> dims) -> Value {
     auto type = MemRefType::get(
         SmallVector<int64_t>(dims.size(), ShapedType::kDynamic), i32);
     Value buffer = memref::AllocOp::create(b, loc, type, dims);
-    // Entries past a row's count are 0, as FlexAttention's.
+    // Entries past a line's count are 0, as FlexAttention's.
     linalg::FillOp::create(b, loc, zeroI32, buffer);
     return buffer;
   };
-  SmallVector<Value> buffers = {alloc(countDims), alloc(indexDims),
-                                alloc(countDims), alloc(indexDims)};
-  {
-    OpBuilder::InsertionGuard guard(b);
-    auto batchLoop = scf::ForOp::create(b, loc, zero, batch, one);
-    b.setInsertionPointToStart(batchLoop.getBody());
-    auto headLoop = scf::ForOp::create(b, loc, zero, heads, one);
-    b.setInsertionPointToStart(headLoop.getBody());
-    auto rowLoop = scf::ForOp::create(b, loc, zero, qBlocks, one);
-    b.setInsertionPointToStart(rowLoop.getBody());
-    Value bi = batchLoop.getInductionVar(), hi = headLoop.getInductionVar(),
-          qb = rowLoop.getInductionVar();
-    auto blockLoop =
-        scf::ForOp::create(b, loc, zero, kvBlocks, one, ValueRange{zero, zero});
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(blockLoop.getBody());
-      Value kb = blockLoop.getInductionVar();
-      auto [keep, drop] = scanBlock(bi, hi, qb, kb, zero, 1);
-      ValueRange counts = blockLoop.getRegionIterArgs();
-      auto [partial, full] =
-          append(keep, drop, kb, counts[0], counts[1],
-                 [&](int64_t list, Value position, Value value) {
-                   memref::StoreOp::create(b, loc, value, buffers[2 * list + 1],
-                                           ValueRange{bi, hi, qb, position});
-                 });
-      scf::YieldOp::create(b, loc, ValueRange{partial, full});
-    }
-    for (int64_t list : {0, 1})
-      memref::StoreOp::create(b, loc, asI32(blockLoop.getResult(list)),
-                              buffers[2 * list], ValueRange{bi, hi, qb});
+  SmallVector<Value> buffers;
+  for (Side side : {Side::Kv, Side::Q}) {
+    if (side == Side::Q && !qSide)
+      break;
+    SmallVector<Value> countDims = {batch, heads, lines(side)};
+    SmallVector<Value> indexDims = {batch, heads, lines(side),
+                                    lineLength(side)};
+    SmallVector<Value> sideBuffers = {alloc(countDims), alloc(indexDims),
+                                      alloc(countDims), alloc(indexDims)};
+    fillOnHost(side, sideBuffers);
+    buffers.append(sideBuffers);
   }
   SmallVector<Value> lists;
   for (Value buffer : buffers) {
@@ -202,26 +271,130 @@ void ListBuilder::buildOnHost() {
   replace(lists);
 }
 
+void ListBuilder::compactOnDevice(Side side, Value workspace,
+                                  const ListWords &at, bool clearBits) {
+  constexpr int64_t kWarps = kThreads / 32;
+  Value one = c(1), zero = c(0);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, arith::CeilDivUIOp::create(b, loc, lines(side), c(kWarps)),
+      heads, batch, c(kThreads), one, one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  Value tid = launch.getThreadIds().x;
+  Value lane = arith::RemUIOp::create(b, loc, tid, c(32));
+  Value line = add(mul(launch.getBlockIds().x, c(kWarps)),
+                   arith::DivUIOp::create(b, loc, tid, c(32)));
+  Value bh = add(mul(launch.getBlockIds().z, heads), launch.getBlockIds().y);
+  Value length = lineLength(side);
+  // The same for every lane of a warp: the ballots below see all 32.
+  auto inside = scf::IfOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, line,
+                            lines(side)));
+  b.setInsertionPointToStart(inside.thenBlock());
+  Value lineAt = add(mul(bh, lines(side)), line);
+  auto i32Const = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+  };
+  Value allLanes = i32Const(-1);
+  // Bits of the lanes below this one.
+  Value below = arith::SubIOp::create(
+      b, loc, arith::ShLIOp::create(b, loc, i32Const(1), asI32(lane)),
+      i32Const(1));
+  auto chunkLoop =
+      scf::ForOp::create(b, loc, zero, length, c(32), ValueRange{zero, zero});
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(chunkLoop.getBody());
+    Value block = add(chunkLoop.getInductionVar(), lane);
+    // The keep/drop words are laid out [b, h, q-block, kv-block].
+    Value word = side == Side::Kv
+                     ? add(mul(lineAt, kvBlocks), block)
+                     : add(mul(add(mul(bh, qBlocks), block), kvBlocks), line);
+    auto valid = scf::IfOp::create(
+        b, loc, TypeRange{i32},
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, block, length),
+        /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard branch(b);
+      b.setInsertionPointToStart(valid.thenBlock());
+      Value bits = memref::LoadOp::create(b, loc, workspace, word);
+      if (clearBits)
+        memref::StoreOp::create(b, loc, i32Const(0), workspace, word);
+      scf::YieldOp::create(b, loc, bits);
+      b.setInsertionPointToStart(valid.elseBlock());
+      scf::YieldOp::create(b, loc, i32Const(0));
+    }
+    Value bits = valid.getResult(0);
+    // Bit 0: the mask_mod kept a position; bit 1: it dropped one.
+    auto is = [&](int64_t value) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bits,
+                                   i32Const(value))
+          .getResult();
+    };
+    auto popCount = [&](Value x) {
+      return arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                        LLVM::CtPopOp::create(b, loc, x));
+    };
+    SmallVector<Value> counts;
+    for (auto [list, flag] : {std::pair{0, is(3)}, std::pair{1, is(1)}}) {
+      Value count = chunkLoop.getRegionIterArgs()[list];
+      Value ballot = NVVM::VoteSyncOp::create(b, loc, i32, allLanes, flag,
+                                              NVVM::VoteSyncKind::ballot);
+      auto ifOp = scf::IfOp::create(b, loc, flag);
+      {
+        OpBuilder::InsertionGuard branch(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        Value position = add(
+            count, popCount(arith::AndIOp::create(b, loc, ballot, below)));
+        memref::StoreOp::create(
+            b, loc, asI32(block), workspace,
+            ValueRange{add(at.indices[list], add(mul(lineAt, length),
+                                                  position))});
+      }
+      counts.push_back(add(count, popCount(ballot)));
+    }
+    scf::YieldOp::create(b, loc, counts);
+  }
+  auto first = scf::IfOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero));
+  b.setInsertionPointToStart(first.thenBlock());
+  for (int64_t list : {0, 1})
+    memref::StoreOp::create(b, loc, asI32(chunkLoop.getResult(list)),
+                            workspace,
+                            ValueRange{add(at.counts[list], lineAt)});
+  b.setInsertionPointAfter(inside);
+  gpu::TerminatorOp::create(b, loc);
+}
+
 void ListBuilder::buildOnDevice(Operation *end) {
   b.setInsertionPoint(op);
   sizes();
-  // Workspace words: a keep/drop word per block, then the counts and the
-  // indices of the partial and of the full lists.
-  Value rows = mul(mul(batch, heads), qBlocks);
-  Value blocks = mul(rows, kvBlocks);
-  Value listWords = mul(c(2), add(rows, blocks));
-  Value countsAt[2] = {blocks, add(blocks, add(rows, blocks))};
-  Value indicesAt[2] = {add(countsAt[0], rows), add(countsAt[1], rows)};
-  Value words = add(blocks, listWords);
+  // Workspace words: a keep/drop word per block, then each side's counts
+  // and indices of the partial and of the full lists.
+  SmallVector<Side> sides = {Side::Kv};
+  if (qSide)
+    sides.push_back(Side::Q);
+  Value blocks = mul(mul(mul(batch, heads), qBlocks), kvBlocks);
+  SmallVector<ListWords> at;
+  Value next = blocks;
+  for (Side side : sides) {
+    Value lineCount = mul(mul(batch, heads), lines(side));
+    ListWords words;
+    for (int64_t list : {0, 1}) {
+      words.counts[list] = next;
+      words.indices[list] = add(next, lineCount);
+      next = add(words.indices[list], blocks);
+    }
+    at.push_back(words);
+  }
+  Value listWords = arith::SubIOp::create(b, loc, next, blocks);
   Value workspace = WorkspaceOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic}, i32), words);
+      b, loc, MemRefType::get({ShapedType::kDynamic}, i32), next);
   Value one = c(1);
   auto ceilDiv = [&](Value x, int64_t y) {
     return arith::CeilDivUIOp::create(b, loc, x, c(y)).getResult();
-  };
-  auto atomicOr = [&](Value bits, Value at) {
-    memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::ori, bits,
-                                workspace, ValueRange{at});
   };
 
   // Scan: one block of threads per (kv-block, q-block, b * h).
@@ -234,7 +407,8 @@ void ListBuilder::buildOnDevice(Operation *end) {
     Value bh = launch.getBlockIds().z, tid = launch.getThreadIds().x;
     Value bi = arith::DivUIOp::create(b, loc, bh, heads);
     Value hi = arith::RemUIOp::create(b, loc, bh, heads);
-    auto [keep, drop] = scanBlock(bi, hi, qb, kb, tid, kThreads);
+    auto [keep, drop] =
+        scanBlock(bi, hi, qb, kb, tid, kThreads, kUnrollScanRows);
     Value all = arith::ConstantIntOp::create(b, loc, i32, -1);
     auto vote = [&](Value flag) {
       return NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), all, flag,
@@ -253,89 +427,47 @@ void ListBuilder::buildOnDevice(Operation *end) {
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      atomicOr(bits, add(mul(add(mul(bh, qBlocks), qb), kvBlocks), kb));
+      memref::AtomicRMWOp::create(
+          b, loc, arith::AtomicRMWKind::ori, bits, workspace,
+          ValueRange{add(mul(add(mul(bh, qBlocks), qb), kvBlocks), kb)});
     }
     gpu::TerminatorOp::create(b, loc);
   }
 
-  // Compact: one thread per (b, h, q-block) walks its row of blocks,
-  // appending them and clearing their words.
-  {
-    auto launch = gpu::LaunchOp::create(b, loc, ceilDiv(qBlocks, kThreads),
-                                        heads, batch, c(kThreads), one, one);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&launch.getBody().front());
-    Value qb =
-        add(mul(launch.getBlockIds().x, c(kThreads)), launch.getThreadIds().x);
-    Value bi = launch.getBlockIds().z, hi = launch.getBlockIds().y;
-    auto inside = scf::IfOp::create(
-        b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, qb, qBlocks));
-    b.setInsertionPointToStart(inside.thenBlock());
-    Value row = add(mul(add(mul(bi, heads), hi), qBlocks), qb);
-    Value zero = c(0);
-    auto blockLoop =
-        scf::ForOp::create(b, loc, zero, kvBlocks, one, ValueRange{zero, zero});
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(blockLoop.getBody());
-      Value kb = blockLoop.getInductionVar();
-      Value at = add(mul(row, kvBlocks), kb);
-      Value bits = memref::LoadOp::create(b, loc, workspace, at);
-      memref::StoreOp::create(
-          b, loc, arith::ConstantIntOp::create(b, loc, i32, 0), workspace, at);
-      auto bit = [&](int64_t mask) {
-        return arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::ne,
-            arith::AndIOp::create(
-                b, loc, bits, arith::ConstantIntOp::create(b, loc, i32, mask)),
-            arith::ConstantIntOp::create(b, loc, i32, 0));
-      };
-      ValueRange counts = blockLoop.getRegionIterArgs();
-      auto [partial, full] =
-          append(bit(1), bit(2), kb, counts[0], counts[1],
-                 [&](int64_t list, Value position, Value value) {
-                   memref::StoreOp::create(
-                       b, loc, value, workspace,
-                       ValueRange{add(indicesAt[list],
-                                      add(mul(row, kvBlocks), position))});
-                 });
-      scf::YieldOp::create(b, loc, ValueRange{partial, full});
-    }
-    for (int64_t list : {0, 1})
-      memref::StoreOp::create(b, loc, asI32(blockLoop.getResult(list)),
-                              workspace, ValueRange{add(countsAt[list], row)});
-    b.setInsertionPointAfter(inside);
-    gpu::TerminatorOp::create(b, loc);
-  }
+  // Compact each side; the last one clears the keep/drop words.
+  for (auto [i, side] : llvm::enumerate(sides))
+    compactOnDevice(side, workspace, at[i], i + 1 == sides.size());
 
   // The lists as tensors over the workspace.
   SmallVector<Value> lists;
-  for (int64_t list : {0, 1}) {
-    for (bool isIndices : {false, true}) {
-      SmallVector<OpFoldResult> shape = {batch, heads, qBlocks};
-      if (isIndices)
-        shape.push_back(kvBlocks);
-      SmallVector<OpFoldResult> strides(shape.size());
-      Value stride = one;
-      for (size_t d = shape.size(); d-- > 0;) {
-        strides[d] = stride;
-        stride = mul(stride, getValueOrCreateConstantIndexOp(b, loc, shape[d]));
+  for (auto [i, side] : llvm::enumerate(sides)) {
+    for (int64_t list : {0, 1}) {
+      for (bool isIndices : {false, true}) {
+        SmallVector<OpFoldResult> shape = {batch, heads, lines(side)};
+        if (isIndices)
+          shape.push_back(lineLength(side));
+        SmallVector<OpFoldResult> strides(shape.size());
+        Value stride = one;
+        for (size_t d = shape.size(); d-- > 0;) {
+          strides[d] = stride;
+          stride =
+              mul(stride, getValueOrCreateConstantIndexOp(b, loc, shape[d]));
+        }
+        auto view = memref::ReinterpretCastOp::create(
+            b, loc,
+            MemRefType::get(
+                SmallVector<int64_t>(shape.size(), ShapedType::kDynamic), i32,
+                StridedLayoutAttr::get(
+                    b.getContext(), ShapedType::kDynamic,
+                    SmallVector<int64_t>(shape.size(), ShapedType::kDynamic))),
+            workspace, isIndices ? at[i].indices[list] : at[i].counts[list],
+            shape, strides);
+        lists.push_back(bufferization::ToTensorOp::create(
+            b, loc,
+            RankedTensorType::get(
+                SmallVector<int64_t>(shape.size(), ShapedType::kDynamic), i32),
+            view, /*restrict=*/b.getUnitAttr(), /*writable=*/UnitAttr()));
       }
-      auto view = memref::ReinterpretCastOp::create(
-          b, loc,
-          MemRefType::get(
-              SmallVector<int64_t>(shape.size(), ShapedType::kDynamic), i32,
-              StridedLayoutAttr::get(
-                  b.getContext(), ShapedType::kDynamic,
-                  SmallVector<int64_t>(shape.size(), ShapedType::kDynamic))),
-          workspace, isIndices ? indicesAt[list] : countsAt[list], shape,
-          strides);
-      lists.push_back(bufferization::ToTensorOp::create(
-          b, loc,
-          RankedTensorType::get(
-              SmallVector<int64_t>(shape.size(), ShapedType::kDynamic), i32),
-          view, /*restrict=*/b.getUnitAttr(), /*writable=*/UnitAttr()));
     }
   }
 
@@ -384,14 +516,35 @@ struct LowerBlockMasksPass
         failed(declareRegionErrorFunction(module, getArgument())))
       return signalPassFailure();
     IRRewriter rewriter(&getContext());
+    // The kv-side fields of an attn.make_block_mask are the lists it was
+    // given.
+    module.walk([&](BlockMaskFieldOp field) {
+      auto make = field.getBlockMask().getDefiningOp<MakeBlockMaskOp>();
+      if (!make)
+        return;
+      Value list;
+      switch (field.getField()) {
+      case BlockMaskField::kv_num_blocks:
+        list = make.getKvNumBlocks();
+        break;
+      case BlockMaskField::kv_indices:
+        list = make.getKvIndices();
+        break;
+      case BlockMaskField::full_kv_num_blocks:
+        list = make.getFullKvNumBlocks();
+        break;
+      case BlockMaskField::full_kv_indices:
+        list = make.getFullKvIndices();
+        break;
+      default: // the q side: not given
+        return;
+      }
+      if (!list)
+        return;
+      rewriter.setInsertionPoint(field);
+      rewriter.replaceOpWithNewOp<tensor::CastOp>(field, field.getType(), list);
+    });
     for (CreateBlockMaskOp op : ops) {
-      for (Operation *user : op->getUsers())
-        if (auto field = dyn_cast<BlockMaskFieldOp>(user))
-          if (static_cast<int64_t>(field.getField()) > 3) {
-            field.emitOpError() << "reads a q-side field, which "
-                                   "attn-lower-block-masks does not compute";
-            return signalPassFailure();
-          }
       if (onHost) {
         ListBuilder(rewriter, op, checks).buildOnHost();
         continue;

@@ -9,9 +9,11 @@ func.func @softmax3d(%x: tensor<2x?x?xf32>, %y: tensor<2x?x?xf32>) -> tensor<2x?
 
 // -----
 
-// Host-side linalg (a split-kv merge, say) is not mapped to the GPU.
-// CHECK: nvvm-unsupported.mlir:[[@LINE+2]]:8: error: 'linalg.{{.*}}' op is outside every GPU grid: attn-lower-to-nvvm maps only attn.attention and attn.softmax to the GPU so far
-func.func @host_linalg(%x: tensor<?xf32>, %c: f32) -> tensor<?xf32> {
-  %r = linalg.fill ins(%c : f32) outs(%x : tensor<?xf32>) -> tensor<?xf32>
-  return %r : tensor<?xf32>
+// Host-side linalg with a reduction (a matmul, say) is not mapped to the
+// GPU; elementwise ops (a fill) get a grid of their own.
+// CHECK: nvvm-unsupported.mlir:[[@LINE+3]]:8: error: 'linalg.{{.*}}' op is outside every GPU grid: attn-lower-to-nvvm maps only attn.attention, attn.softmax and elementwise linalg ops to the GPU so far
+func.func @host_linalg(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %x: tensor<?x?xf32>, %c: f32) -> tensor<?x?xf32> {
+  %f = linalg.fill ins(%c : f32) outs(%x : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>) outs(%f : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
 }

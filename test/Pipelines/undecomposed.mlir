@@ -1,14 +1,27 @@
-// attn ops the pipelines cannot lower yet get an error naming them.
-// RUN: not attn-opt %s --attn-lower-to-cpu 2>&1 | FileCheck %s --check-prefix=QSIDE
-// RUN: not attn-opt %s --attn-lower-to-nvvm=chip=sm_90 2>&1 | FileCheck %s --check-prefix=QSIDE
-// RUN: not attn-opt %s --attn-check-decomposed 2>&1 | FileCheck %s
+// attn ops the pipelines cannot lower get an error naming them.
+// RUN: not attn-opt %s --attn-lower-to-cpu --split-input-file 2>&1 | FileCheck %s --check-prefix=QSIDE
+// RUN: not attn-opt %s --attn-lower-to-nvvm=chip=sm_90 --split-input-file 2>&1 | FileCheck %s --check-prefix=QSIDE
+// RUN: not attn-opt %s --attn-check-decomposed --split-input-file 2>&1 | FileCheck %s
 
-// QSIDE: undecomposed.mlir:[[@LINE+13]]:10: error: 'attn.block_mask_field' op reads a q-side field, which attn-lower-block-masks does not compute
-// CHECK: undecomposed.mlir:[[@LINE+5]]:9: error: 'attn.create_block_mask' op is left after the decompositions
+// An attn.make_block_mask holds the kv-side lists it is given and no
+// transposed (q-side) ones: reading one is an error; its kv-side fields are
+// the given lists.
+// QSIDE: undecomposed.mlir:[[@LINE+5]]:8: error: 'attn.block_mask_field' op reads q_indices of an attn.make_block_mask, which holds only the kv-side lists it is given
+func.func @given(%num: tensor<1x1x?xi32>, %idx: tensor<1x1x?x?xi32>) -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
+  %bm = attn.make_block_mask kv(%num, %idx : tensor<1x1x?xi32>, tensor<1x1x?x?xi32>)
+      : !attn.block_mask<q_block = 128, kv_block = 128>
+  %n = attn.block_mask_field kv_num_blocks of %bm : !attn.block_mask<q_block = 128, kv_block = 128> -> tensor<?x?x?xi32>
+  %q = attn.block_mask_field q_indices of %bm : !attn.block_mask<q_block = 128, kv_block = 128> -> tensor<?x?x?x?xi32>
+  return %n, %q : tensor<?x?x?xi32>, tensor<?x?x?x?xi32>
+}
+
+// -----
+
+// attn-check-decomposed alone: every attn op the decompositions should
+// have removed is reported.
+// CHECK: undecomposed.mlir:[[@LINE+3]]:9: error: 'attn.create_block_mask' op is left after the decompositions
 func.func @field(%n: index) -> tensor<?x?x?xi32> {
   %c1 = arith.constant 1 : index
-  // The transposed (q-side) lists a backward pass would walk: nothing
-  // computes them yet.
   %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%n) kv_len(%n)
       : !attn.block_mask<q_block = 128, kv_block = 128>
       mask_mod {

@@ -124,3 +124,58 @@ func.func @dense(%q: tensor<?x2x?x32xf32>, %k: tensor<?x2x?x32xf32>,
       outs(%o : tensor<?x2x?x32xf32>) {causal} -> tensor<?x2x?x32xf32>
   return %r : tensor<?x2x?x32xf32>
 }
+
+// -----
+
+// A read of a q-side field adds the transposed lists: on the CPU a second
+// loop nest over (b, h, kv-block, q-block) into four more buffers [B, H,
+// KB(, QB)]; on the GPU a second compaction, one warp per kv-block, which
+// clears the keep/drop words (the first one no longer does), and four more
+// views of the workspace.
+// DERIVE-LABEL: func.func @q_side
+// CPU-LABEL: func.func @q_side
+// CPU-COUNT-4: memref.alloc
+// CPU:         scf.for
+// CPU:         %[[QNUM:.*]] = memref.alloc(%{{.*}}, %{{.*}}, %[[KB:.*]]) : memref<?x?x?xi32>
+// CPU:         memref.alloc(%{{.*}}, %{{.*}}, %[[KB]], %[[QB:.*]]) : memref<?x?x?x?xi32>
+// CPU:         memref.alloc(%{{.*}}, %{{.*}}, %[[KB]]) : memref<?x?x?xi32>
+// CPU:         %[[FQIDX:.*]] = memref.alloc(%{{.*}}, %{{.*}}, %[[KB]], %[[QB]]) : memref<?x?x?x?xi32>
+// CPU:         scf.for
+// CPU:           scf.for
+// CPU:             scf.for {{.*}} to %[[KB]]
+// CPU:               scf.for {{.*}} to %[[QB]] {{.*}} iter_args
+// CPU:         %[[NUM:.*]] = bufferization.to_tensor %[[QNUM]]
+// CPU:         %[[IDX:.*]] = bufferization.to_tensor %[[FQIDX]]
+// CPU:         %[[R0:.*]] = tensor.cast %[[NUM]]
+// CPU:         %[[R1:.*]] = tensor.cast %[[IDX]]
+// CPU:         return %[[R0]], %[[R1]]
+// GPU-LABEL: func.func @q_side
+// GPU:         %[[WS:.*]] = attn.workspace
+// GPU:         gpu.launch
+// GPU:           memref.atomic_rmw ori
+// GPU:         gpu.launch
+// GPU:           %{{.*}} = memref.load %[[WS]][%[[KV_WORD:.*]]]
+// GPU-NOT:       memref.store %{{.*}}, %[[WS]][%[[KV_WORD]]]
+// GPU:           nvvm.vote.sync ballot
+// GPU:         gpu.launch
+// GPU:           %{{.*}} = memref.load %[[WS]][%[[Q_WORD:.*]]]
+// GPU:           memref.store %{{.*}}, %[[WS]][%[[Q_WORD]]]
+// GPU:           nvvm.vote.sync ballot
+// GPU-COUNT-8: memref.reinterpret_cast %[[WS]]
+// GPU:         gpu.launch
+// GPU:         return
+func.func @q_side(%n: index) -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
+  %c1 = arith.constant 1 : index
+  %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%n) kv_len(%n)
+      : !attn.block_mask<q_block = 128, kv_block = 64>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %q: index, %kv: index):
+        %keep = arith.cmpi uge, %q, %kv : index
+        attn.yield %keep : i1
+      }
+  %num = attn.block_mask_field q_num_blocks of %bm
+      : !attn.block_mask<q_block = 128, kv_block = 64> -> tensor<?x?x?xi32>
+  %idx = attn.block_mask_field full_q_indices of %bm
+      : !attn.block_mask<q_block = 128, kv_block = 64> -> tensor<?x?x?x?xi32>
+  return %num, %idx : tensor<?x?x?xi32>, tensor<?x?x?x?xi32>
+}

@@ -30,7 +30,9 @@ def Attn_BlockMaskType : TypeDef<Attn_Dialect, "BlockMask"> {
     In FlexAttention's semantics kernels visit only the listed blocks:
     partial ones apply the elementwise `mask_mod`, full ones skip it. The
     q-side lists serve backward passes, which walk the mask column by
-    column; `attn-lower-block-masks` does not compute them yet.
+    column. `attn-lower-block-masks` computes them for
+    `attn.create_block_mask`; an `attn.make_block_mask` carries only the
+    kv-side lists it was given.
 
     Block sizes are powers of two from 16 to 1024 (FlexAttention's default
     is 128).

@@ -53,8 +53,9 @@ def Attn_MakeBlockMaskOp : Attn_Op<"make_block_mask", [
     Wraps block-sparse metadata computed elsewhere (for instance by
     PyTorch's `create_block_mask`) as an `!attn.block_mask`: the partial
     kv-block lists and, optionally, the full ones. Counts are
-    i32 [B, H, QB], indices i32 [B, H, QB, KB]. The q-side transposes are
-    derived when a lowering needs them.
+    i32 [B, H, QB], indices i32 [B, H, QB, KB]. It carries no q-side
+    (transposed) lists: a read of a q-side field of it is left for
+    `attn-check-decomposed` to report.
 
     ```mlir
     %bm = attn.make_block_mask kv(%num, %idx : tensor<1x1x?xi32>, tensor<1x1x?x?xi32>)

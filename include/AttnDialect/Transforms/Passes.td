@@ -137,6 +137,31 @@ def TileAttention : Pass<"attn-tile-attention"> {
   ];
 }
 
+def TileElementwiseToGrid : Pass<"attn-tile-elementwise-to-grid"> {
+  let summary = "elementwise linalg ops on tensors to a grid of GPU blocks";
+  let description = [{
+    Tiles every elementwise linalg op on tensors (all loops parallel, such
+    as `linalg.copy` of a block mask's lists into a function's result, or
+    `linalg.fill`) that is outside every `scf.forall` into an `scf.forall`
+    marked `#gpu.block` over its innermost three dims: one block per
+    `row-tile` elements of a row, and one per index of the two dims above
+    (dims further out stay whole in each block). `attn-map-forall-to-gpu`
+    makes the grid, and `attn-distribute-to-threads` spreads each tile
+    over the block's threads.
+  }];
+  let options = [
+    Option<"rowTile", "row-tile", "int64_t", /*default=*/"1024",
+           "elements of the innermost dim per block">
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def DecomposeAttention : Pass<"attn-decompose-attention"> {
   let summary = "attn.attention to a kv-tile loop over attn.online_softmax";
   let description = [{
@@ -261,29 +286,30 @@ def DeriveBlockMasks : Pass<"attn-derive-block-masks"> {
 }
 
 def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {
-  let summary = "compute each attn.create_block_mask's kv-block lists";
+  let summary = "compute each attn.create_block_mask's block lists";
   let description = [{
-    Replaces `attn.create_block_mask` by the code that computes its kv-side
-    lists and an `attn.make_block_mask` of them, which the attention
-    lowerings read; `attn.block_mask_field` reads of its kv-side fields
-    become those tensors. Memory is proportional to the number of blocks:
-    the mask_mod is evaluated block by block, never stored as a matrix.
-    Positions past Q_LEN or KV_LEN do not count: a block is full when the
-    mask_mod keeps every position of it inside the problem, partial when it
-    keeps some, and unlisted when it keeps none.
+    Replaces `attn.create_block_mask` by the code that computes its lists
+    and an `attn.make_block_mask` of the kv-side ones, which the attention
+    lowerings read; `attn.block_mask_field` reads become the lists. The
+    q-side (transposed) lists are computed only when a field read asks for
+    them. Memory is proportional to the number of blocks: the mask_mod is
+    evaluated block by block, never stored as a matrix. Positions past
+    Q_LEN or KV_LEN do not count: a block is full when the mask_mod keeps
+    every position of it inside the problem, partial when it keeps some,
+    and unlisted when it keeps none. Lists are in increasing block order,
+    and entries past a count are 0.
 
     - `target=cpu`: loops over (b, h, q-block, kv-block) that scan each
       block and append it to the partial or the full list (buffers the
-      host allocates).
-    - `target=gpu`: two kernels and the runtime's workspace
-      (`attn.workspace`): a block of 128 threads per (kv-block, q-block,
-      b * h) scans its block and records keep/drop bits with warp votes;
-      one thread per (b, h, q-block) then compacts its row into the lists
-      (clearing the bits). A third kernel, at the end of the function,
-      zeroes the lists, as the workspace's contract asks.
-
-    The q-side (transposed) fields are not computed yet: reading one is an
-    error.
+      host allocates); for the q side, the same over (b, h, kv-block,
+      q-block).
+    - `target=gpu`: kernels on the runtime's workspace (`attn.workspace`):
+      a block of 128 threads per (kv-block, q-block, b * h) scans its
+      block, row by row, and records keep/drop bits with warp votes; one
+      warp per (b, h, q-block), and for the q side one per (b, h,
+      kv-block), then compacts its line into the lists with ballots, the
+      last compaction clearing the bits. A last kernel, at the end of the
+      function, zeroes the lists, as the workspace's contract asks.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
@@ -297,6 +323,7 @@ def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::linalg::LinalgDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
