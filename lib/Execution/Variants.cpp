@@ -28,60 +28,12 @@ const char *kMaskArgs = "^bb0(%b: index, %h: index, %q: index, %kv: index):";
 const char *kScoreArgs =
     "^bb0(%s: f32, %b: index, %h: index, %q: index, %kv: index):";
 
-} // namespace
-
-llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
-  if (spec.dtype != "f32" && spec.dtype != "f16" && spec.dtype != "bf16")
-    return llvm::createStringError("--dtype must be f32, f16 or bf16, not '" +
-                                   spec.dtype + "'");
-  int64_t dv = spec.valueDim ? spec.valueDim : spec.headDim;
-  std::string t = spec.dtype;
-  struct {
-    const char *flag;
-    int64_t size;
-  } sizes[] = {{"--batch", spec.batch},
-               {"--heads (Hq)", spec.queryHeads},
-               {"--heads (Hkv)", spec.kvHeads},
-               {"--q-len", spec.queryLen},
-               {"--kv-len", spec.kvLen}};
-  for (auto size : sizes)
-    if (size.size == 0 || size.size < -1)
-      return llvm::createStringError(
-          llvm::formatv("{0} must be positive (or dynamic), not {1}", size.flag,
-                        size.size)
-              .str());
-  if (spec.queryHeads > 0 && spec.kvHeads > 0 &&
-      spec.queryHeads % spec.kvHeads != 0)
-    return llvm::createStringError(
-        llvm::formatv("--heads={0}:{1}: Hq must be a multiple of Hkv",
-                      spec.queryHeads, spec.kvHeads)
-            .str());
-  auto dim = [](int64_t size) {
-    return size > 0 ? std::to_string(size) : std::string("?");
-  };
-  std::string b = dim(spec.batch), hq = dim(spec.queryHeads),
-              hkv = dim(spec.kvHeads), m = dim(spec.queryLen),
-              n = dim(spec.kvLen);
-  std::string qType =
-      llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hq, m, spec.headDim, t);
-  std::string kType =
-      llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hkv, n, spec.headDim, t);
-  std::string vType =
-      llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hkv, n, dv, t);
-  std::string oType =
-      llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hq, m, dv, t);
-  std::string lseType = llvm::formatv("tensor<{0}x{1}x{2}xf32>", b, hq, m);
-  // The scale is an f32 attribute: it must stay finite and non-zero there.
-  float scale32 = static_cast<float>(spec.scale);
-  if (!std::isfinite(spec.scale) || spec.scale < 0 || !std::isfinite(scale32) ||
-      (spec.scale > 0 && scale32 == 0))
-    return llvm::createStringError(
-        "--scale must be a positive number that f32 holds (or 0 for "
-        "1/sqrt(D))");
-
-  std::string captures, maskBody, scoreBody;
+/// The mask_mod body of `spec.mask` (empty for none) and the captured
+/// arguments it reads, appended to `captures`.
+llvm::Error maskRegion(const VariantSpec &spec, std::string &captures,
+                       std::string &maskBody) {
   llvm::StringRef param;
-  llvm::StringRef mask = spec.mask, scoreMod = spec.scoreMod;
+  llvm::StringRef mask = spec.mask;
   if (mask == "none") {
   } else if (splitParam(mask, "sliding-window", param)) {
     int64_t window;
@@ -212,6 +164,65 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
         spec.mask + "'");
   }
 
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
+  if (spec.dtype != "f32" && spec.dtype != "f16" && spec.dtype != "bf16")
+    return llvm::createStringError("--dtype must be f32, f16 or bf16, not '" +
+                                   spec.dtype + "'");
+  int64_t dv = spec.valueDim ? spec.valueDim : spec.headDim;
+  std::string t = spec.dtype;
+  struct {
+    const char *flag;
+    int64_t size;
+  } sizes[] = {{"--batch", spec.batch},
+               {"--heads (Hq)", spec.queryHeads},
+               {"--heads (Hkv)", spec.kvHeads},
+               {"--q-len", spec.queryLen},
+               {"--kv-len", spec.kvLen}};
+  for (auto size : sizes)
+    if (size.size == 0 || size.size < -1)
+      return llvm::createStringError(
+          llvm::formatv("{0} must be positive (or dynamic), not {1}", size.flag,
+                        size.size)
+              .str());
+  if (spec.queryHeads > 0 && spec.kvHeads > 0 &&
+      spec.queryHeads % spec.kvHeads != 0)
+    return llvm::createStringError(
+        llvm::formatv("--heads={0}:{1}: Hq must be a multiple of Hkv",
+                      spec.queryHeads, spec.kvHeads)
+            .str());
+  auto dim = [](int64_t size) {
+    return size > 0 ? std::to_string(size) : std::string("?");
+  };
+  std::string b = dim(spec.batch), hq = dim(spec.queryHeads),
+              hkv = dim(spec.kvHeads), m = dim(spec.queryLen),
+              n = dim(spec.kvLen);
+  std::string qType =
+      llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hq, m, spec.headDim, t);
+  std::string kType =
+      llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hkv, n, spec.headDim, t);
+  std::string vType =
+      llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hkv, n, dv, t);
+  std::string oType =
+      llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", b, hq, m, dv, t);
+  std::string lseType = llvm::formatv("tensor<{0}x{1}x{2}xf32>", b, hq, m);
+  // The scale is an f32 attribute: it must stay finite and non-zero there.
+  float scale32 = static_cast<float>(spec.scale);
+  if (!std::isfinite(spec.scale) || spec.scale < 0 || !std::isfinite(scale32) ||
+      (spec.scale > 0 && scale32 == 0))
+    return llvm::createStringError(
+        "--scale must be a positive number that f32 holds (or 0 for "
+        "1/sqrt(D))");
+
+  std::string captures, maskBody, scoreBody;
+  if (llvm::Error error = maskRegion(spec, captures, maskBody))
+    return std::move(error);
+  llvm::StringRef param;
+  llvm::StringRef mask = spec.mask, scoreMod = spec.scoreMod;
   if (scoreMod == "none") {
   } else if (scoreMod == "alibi") {
     // FlexAttention's ALiBi: score + slope[h] * (q - kv), per-head slopes
@@ -281,6 +292,29 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
     results += ", " + lseType;
   }
   args += captures;
+  std::string blockMask, blockMaskUse;
+  if (spec.givenBlockMask) {
+    int64_t block = spec.givenBlockMask;
+    if (block < 16 || block > 1024 || (block & (block - 1)) != 0)
+      return llvm::createStringError(
+          llvm::formatv("a given block mask's block size must be a power of "
+                        "two from 16 to 1024, not {0}",
+                        block)
+              .str());
+    std::string maskType = llvm::formatv(
+        "!attn.block_mask<q_block = {0}, kv_block = {0}>", block);
+    const char *counts = "tensor<?x?x?xi32>", *indices = "tensor<?x?x?x?xi32>";
+    args += llvm::formatv(
+        ", %kv_num_blocks: {0}, %kv_indices: {1}, %full_kv_num_blocks: {0}, "
+        "%full_kv_indices: {1}",
+        counts, indices);
+    blockMask = llvm::formatv(
+        R"(
+  %bm = attn.make_block_mask kv(%kv_num_blocks, %kv_indices : {0}, {1})
+      full_kv(%full_kv_num_blocks, %full_kv_indices : {0}, {1}) : {2})",
+        counts, indices, maskType);
+    blockMaskUse = " block_mask(%bm : " + maskType + ")";
+  }
 
   std::string regions;
   if (!scoreBody.empty())
@@ -310,16 +344,88 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
     attrs = " {" + attrs + "}";
 
   bool twoResults = spec.logsumexp;
-  return llvm::formatv(R"(func.func @attention({0}) -> ({1}) {{
+  return llvm::formatv(R"(func.func @attention({0}) -> ({1}) {{{12}
   {2} = attn.attention ins(%query, %key, %value : {3}, {4}, {5})
-      outs({6} : {7}){8}{9}
+      outs({6} : {7}){13}{8}{9}
       -> {10}
   return {11} : {10}
 }
 )",
                        args, results, twoResults ? "%r:2" : "%r", qType, kType,
                        vType, outs, outTypes, attrs, regions, results,
-                       twoResults ? "%r#0, %r#1" : "%r")
+                       twoResults ? "%r#0, %r#1" : "%r", blockMask,
+                       blockMaskUse)
+      .str();
+}
+
+llvm::Expected<std::string>
+mlir::attn::blockMaskSource(const VariantSpec &spec, int64_t qBlock,
+                            int64_t kvBlock) {
+  struct {
+    const char *name;
+    int64_t size;
+  } sizes[] = {{"batch", spec.batch},
+               {"heads", spec.queryHeads},
+               {"q_len", spec.queryLen},
+               {"kv_len", spec.kvLen}};
+  for (auto size : sizes)
+    if (size.size <= 0)
+      return llvm::createStringError(
+          llvm::formatv("a block mask needs a positive {0}, not {1}",
+                        size.name, size.size)
+              .str());
+  for (int64_t block : {qBlock, kvBlock})
+    if (block < 16 || block > 1024 || (block & (block - 1)) != 0)
+      return llvm::createStringError(
+          llvm::formatv("block sizes must be powers of two from 16 to 1024, "
+                        "not {0}",
+                        block)
+              .str());
+  std::string captures, maskBody;
+  if (llvm::Error error = maskRegion(spec, captures, maskBody))
+    return std::move(error);
+  if (maskBody.empty())
+    return llvm::createStringError("a block mask needs a mask, not 'none'");
+  int64_t qBlocks = (spec.queryLen + qBlock - 1) / qBlock;
+  int64_t kvBlocks = (spec.kvLen + kvBlock - 1) / kvBlock;
+  std::string maskType = llvm::formatv(
+      "!attn.block_mask<q_block = {0}, kv_block = {1}>", qBlock, kvBlock);
+  std::string args, results, fields, returned;
+  const char *names[] = {"kv_num_blocks", "kv_indices",
+                         "full_kv_num_blocks", "full_kv_indices",
+                         "q_num_blocks", "q_indices",
+                         "full_q_num_blocks", "full_q_indices"};
+  for (auto [i, name] : llvm::enumerate(names)) {
+    // kv-side lists are [B, H, QB(, KB)], q-side ones [B, H, KB(, QB)].
+    bool kvSide = i < 4, indices = i % 2 == 1;
+    std::string type = llvm::formatv(
+        "tensor<{0}x{1}x{2}{3}xi32>", spec.batch, spec.queryHeads,
+        kvSide ? qBlocks : kvBlocks,
+        indices ? "x" + std::to_string(kvSide ? kvBlocks : qBlocks) : "");
+    args += llvm::formatv("{0}%{1}: {2}", i ? ", " : "", name, type);
+    results += llvm::formatv("{0}{1}", i ? ", " : "", type);
+    fields += llvm::formatv(R"(
+  %f{0} = attn.block_mask_field {1} of %bm : {2} -> {3}
+  %r{0} = linalg.copy ins(%f{0} : {3}) outs(%{1} : {3}) -> {3})",
+                            i, name, maskType, type);
+    returned += llvm::formatv("{0}%r{1}", i ? ", " : "", i);
+  }
+  return llvm::formatv(R"(func.func @block_mask({0}{1}) -> ({2}) {{
+  %batch = arith.constant {3} : index
+  %heads = arith.constant {4} : index
+  %q_len = arith.constant {5} : index
+  %kv_len = arith.constant {6} : index
+  %bm = attn.create_block_mask batch(%batch) heads(%heads) q_len(%q_len)
+      kv_len(%kv_len)
+      : {7} mask_mod {{
+      {8}{9}
+      }{10}
+  return {11} : {2}
+}
+)",
+                       args, captures, results, spec.batch, spec.queryHeads,
+                       spec.queryLen, spec.kvLen, maskType, kMaskArgs,
+                       maskBody, fields, returned)
       .str();
 }
 

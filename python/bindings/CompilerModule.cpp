@@ -507,7 +507,8 @@ NB_MODULE(_compiler, m) {
       [](const std::string &dtype, int64_t headDim, int64_t valueDim,
          bool causal, bool lse, const std::string &mask,
          const std::string &scoreMod, double scale, int64_t batch,
-         int64_t queryHeads, int64_t kvHeads, int64_t queryLen, int64_t kvLen) {
+         int64_t queryHeads, int64_t kvHeads, int64_t queryLen, int64_t kvLen,
+         int64_t givenBlockMask) {
         attn::VariantSpec spec;
         spec.dtype = dtype;
         spec.headDim = headDim;
@@ -522,6 +523,7 @@ NB_MODULE(_compiler, m) {
         spec.kvHeads = kvHeads;
         spec.queryLen = queryLen;
         spec.kvLen = kvLen;
+        spec.givenBlockMask = givenBlockMask;
         auto text = attn::variantSource(spec);
         if (!text)
           throw nb::value_error(
@@ -531,7 +533,27 @@ NB_MODULE(_compiler, m) {
       nb::arg("dtype"), nb::arg("head_dim"), nb::arg("value_dim"),
       nb::arg("causal"), nb::arg("lse"), nb::arg("mask"), nb::arg("score_mod"),
       nb::arg("scale"), nb::arg("batch"), nb::arg("query_heads"),
-      nb::arg("kv_heads"), nb::arg("query_len"), nb::arg("kv_len"));
+      nb::arg("kv_heads"), nb::arg("query_len"), nb::arg("kv_len"),
+      nb::arg("given_block_mask"));
+  m.def(
+      "block_mask_source",
+      [](const std::string &mask, int64_t batch, int64_t heads,
+         int64_t queryLen, int64_t kvLen, int64_t qBlock, int64_t kvBlock) {
+        attn::VariantSpec spec;
+        spec.mask = mask;
+        spec.batch = batch;
+        spec.queryHeads = heads;
+        spec.queryLen = queryLen;
+        spec.kvLen = kvLen;
+        auto text = attn::blockMaskSource(spec, qBlock, kvBlock);
+        if (!text)
+          throw nb::value_error(
+              ("attn: " + llvm::toString(text.takeError())).c_str());
+        return *text;
+      },
+      nb::arg("mask"), nb::arg("batch"), nb::arg("heads"),
+      nb::arg("query_len"), nb::arg("kv_len"), nb::arg("q_block"),
+      nb::arg("kv_block"));
   m.def(
       "softmax_source",
       [](const std::string &dtype) {

@@ -164,3 +164,150 @@ def test_a_block_mask_with_no_blocks_gives_zero_and_minus_inf():
     empty = np.zeros((-(-m // 16), -(-n // 32)), np.int64)
     q, k, v, out, lse = run(GIVEN, m, n, lists(empty))
     assert np.all(out == 0) and np.all(lse == -np.inf)
+
+
+def captures_of(mask, length):
+    """The arrays `mask` captures: document ids (documents of 13), or
+    sequence ids and starts (sequences of 11 to 43)."""
+    if mask == "document":
+        return (np.repeat(np.arange(length, dtype=np.int32), 13)[:length],)
+    if mask.startswith("jagged"):
+        sizes = np.resize([11, 43, 29, 17], length)
+        seq = np.repeat(np.arange(length, dtype=np.int32), sizes)[:length]
+        starts = np.concatenate([[0], np.cumsum(sizes)])[:length]
+        return seq, starts.astype(np.int32)
+    return ()
+
+
+def keep_of(mask, m, n, captures=()):
+    """[M, N] positions `mask` keeps (docs/Masks.md), in numpy."""
+    q, kv = np.arange(m)[:, None], np.arange(n)[None, :]
+    kind, *params = mask.split(":")
+    params = [int(p) for p in params]
+    if kind == "jagged":
+        seq, starts = captures
+        ql, kl = q - starts[seq[q]], kv - starts[seq[kv]]
+        return (seq[q] == seq[kv]) & ((kl <= params[0]) | (kl <= ql))
+    if kind == "document":
+        doc = captures[0]
+        return (doc[q] == doc[kv]) & (kv <= q)
+    if kind == "sliding-window":
+        return (kv <= q) & (q - kv <= params[0])
+    if kind == "prefix":
+        return (kv <= params[0]) | (kv <= q)
+    height, width, k = ([None] + params if kind == "sasa" else params)
+    r = k // 2
+    cx, cy = q // width, q % width
+    if kind == "natten":
+        cx = np.clip(cx, r, height - 1 - r)
+        cy = np.clip(cy, r, width - 1 - r)
+    return (np.abs(cx - kv // width) <= r) & (np.abs(cy - kv % width) <= r)
+
+
+def classes_of(keep, q_block, kv_block):
+    """[QB, KB] EMPTY/PARTIAL/FULL of a [M, N] keep pattern."""
+    m, n = keep.shape
+    qb, kb = -(-m // q_block), -(-n // kv_block)
+    out = np.zeros((qb, kb), np.int8)
+    for i in range(qb):
+        for j in range(kb):
+            block = keep[i * q_block:(i + 1) * q_block,
+                         j * kv_block:(j + 1) * kv_block]
+            out[i, j] = 2 if block.all() else 1 if block.any() else 0
+    return out
+
+
+MASKS = ["sliding-window:40", "prefix:50", "document", "jagged:5",
+         "sasa:24:5", "natten:9:20:7"]
+
+
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("m,n", [(1, 1), (100, 77), (180, 200)])
+def test_create_block_mask_lists_both_sides(mask, m, n):
+    captures = captures_of(mask, max(m, n))
+    bm = attn.create_block_mask(mask, m, n, *captures, batch=1, heads=2,
+                                q_block=16, kv_block=32)
+    expected = classes_of(keep_of(mask, m, n, captures), 16, 32)
+    assert bm.shape == (1, 2, m, n)
+    assert np.array_equal(bm.classes(), np.broadcast_to(expected,
+                                                        (1, 2) + expected.shape))
+    # Each list is in increasing block order, zero past its count; the
+    # q-side lists are the columns of the same pattern.
+    for counts, indices, pattern, kind in (
+            (bm.kv_num_blocks, bm.kv_indices, expected, 1),
+            (bm.full_kv_num_blocks, bm.full_kv_indices, expected, 2),
+            (bm.q_num_blocks, bm.q_indices, expected.T, 1),
+            (bm.full_q_num_blocks, bm.full_q_indices, expected.T, 2)):
+        for line in range(pattern.shape[0]):
+            blocks = np.nonzero(pattern[line] == kind)[0]
+            for h in range(2):
+                assert counts[0, h, line] == len(blocks)
+                assert np.array_equal(indices[0, h, line, :len(blocks)],
+                                      blocks)
+                assert not indices[0, h, line, len(blocks):].any()
+    assert bm.density == pytest.approx(np.count_nonzero(expected) /
+                                       expected.size)
+
+
+def test_block_mask_picture_and_density():
+    bm = attn.create_block_mask("sliding-window:128", 512, 512)
+    assert bm.density == pytest.approx(7 / 16)
+    assert str(bm) == "\n".join([
+        "BlockMask(shape=(1, 1, 512, 512), block=(128, 128), "
+        "density=43.75%)",
+        "(0, 0)",
+        "░░",
+        "░░░░",
+        "  ░░░░",
+        "    ░░░░"])
+    # Past `grid` blocks a side, a cell stands for several.
+    causal = attn.create_block_mask("prefix:0", 4096, 4096, q_block=16,
+                                    kv_block=16)
+    lines = causal.to_string(grid=4).splitlines()
+    assert lines[2:] == ["░░", "██░░", "████░░", "██████░░"]
+
+
+def test_block_mask_from_lists_is_checked():
+    counts = np.array([[[1, 0]]], np.int32)
+    indices = np.array([[[[1, 0], [0, 0]]]], np.int32)
+    bm = attn.BlockMask(counts, indices, q_block=16, kv_block=16, kv_len=20)
+    assert bm.shape == (1, 1, 32, 20) and bm.density == 0.25
+    with pytest.raises(ValueError, match="indices must be in"):
+        attn.BlockMask(counts, indices + 2, q_block=16, kv_block=16)
+    with pytest.raises(ValueError, match="counts must be in"):
+        attn.BlockMask(counts + 2, indices, q_block=16, kv_block=16)
+    with pytest.raises(ValueError, match="same B, H"):
+        attn.BlockMask(counts[..., :1], indices)
+    with pytest.raises(ValueError, match="need 3 x 2 blocks"):
+        attn.BlockMask(counts, indices, q_block=16, kv_block=16, q_len=40)
+    with pytest.raises(ValueError, match="both full_kv"):
+        attn.BlockMask(counts, indices, counts)
+    with pytest.raises(ValueError, match="needs a mask"):
+        attn.create_block_mask(None, 10, 10)
+    with pytest.raises(ValueError, match="power of two"):
+        attn.create_block_mask("prefix:0", 10, 10, q_block=48)
+
+
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("m,n", [(33, 33), (150, 210)])
+def test_given_block_mask_from_create_block_mask(mask, m, n):
+    """The explicit route: lists from attn.create_block_mask handed to a
+    function that takes them, as FlexAttention's flex_attention takes a
+    BlockMask."""
+    captures = captures_of(mask, max(m, n))
+    bm = attn.create_block_mask(mask, m, n, *captures, q_block=32,
+                                kv_block=32)
+    kernel = attn.compile_cpu(attn.attention(
+        dtype="f32", head_dim=32, heads=2, mask=mask, lse=True,
+        given_block_mask=32))
+    q = rng.uniform(-1, 1, (2, 2, m, 32)).astype(np.float32)
+    k = rng.uniform(-1, 1, (2, 2, n, 32)).astype(np.float32)
+    v = rng.uniform(-1, 1, (2, 2, n, 32)).astype(np.float32)
+    out = np.full(q.shape, np.nan, np.float32)
+    lse = np.full(q.shape[:3], np.nan, np.float32)
+    kernel(q, k, v, out, lse, *captures, *bm.kv_lists())
+    ref_out, ref_lse = reference(q, k, v, keep_of(mask, m, n, captures))
+    assert error(out, ref_out) < TOLERANCE
+    finite = np.isfinite(ref_lse)
+    assert np.array_equal(np.isfinite(lse), finite)
+    assert np.allclose(lse[finite], ref_lse[finite], atol=1e-5)

@@ -156,6 +156,11 @@ static SizeList softmaxRows("rows", cl::CommaSeparated,
 static SizeList rowLens("row-len", cl::CommaSeparated,
                         cl::desc("softmax row lengths (default 1000)"),
                         cl::cat(category));
+static SizeOpt givenBlockMask(
+    "given-block-mask", cl::init(0),
+    cl::desc("with --emit-variant: the function takes a block mask of this "
+             "block size as four list arguments after the captures"),
+    cl::cat(category));
 static cl::opt<bool> emitVariant("emit-variant",
                                  cl::desc("print the generated IR and stop"),
                                  cl::cat(category));
@@ -184,6 +189,11 @@ static cl::opt<double> tolerance(
     cl::cat(category));
 static cl::opt<bool> json("json", cl::desc("one JSON line on stdout"),
                           cl::cat(category));
+static cl::opt<bool> showBlockMask(
+    "show-block-mask",
+    cl::desc("print each case's block pattern (batch 0, head 0): the "
+             "blocks of the op's block mask, or of 128 x 128 blocks"),
+    cl::cat(category));
 
 namespace {
 
@@ -700,6 +710,14 @@ int runAttention(ModuleOp module) {
                  << llvm::formatv(", compiled once in {0:f1} ms", compileMs)
                  << "\n";
 
+  // Density counts the blocks of the op's block mask, or those of the
+  // block mask the pipeline derives from a mask_mod (128 x 128).
+  std::pair<int64_t, int64_t> blockSizes = {128, 128};
+  if (Value blockMask = op.getBlockMask()) {
+    auto type = cast<attn::BlockMaskType>(blockMask.getType());
+    blockSizes = {type.getQBlock(), type.getKvBlock()};
+  }
+
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   unsigned cases = 0, failures = 0;
@@ -764,8 +782,9 @@ int runAttention(ModuleOp module) {
     // kernel, whose behaviour there is undefined too, runs and maybe traps.
     if (!gpuReference) {
       RegionInterpreter interpreter(captures);
-      llvm::Expected<ReferenceResult> computed = referenceAttention(
-          op, interpreter, *buffers[qi], *buffers[ki], *buffers[vi]);
+      llvm::Expected<ReferenceResult> computed =
+          referenceAttention(op, interpreter, *buffers[qi], *buffers[ki],
+                             *buffers[vi], blockSizes);
       if (!computed)
         fail(caseName(p) + ": " + llvm::toString(computed.takeError()));
       ref = std::move(*computed);
@@ -805,7 +824,11 @@ int runAttention(ModuleOp module) {
       for (int64_t i = 0; i < m; ++i)
         pairs += op.getCausal() ? std::min<int64_t>(n, i + 1) : n;
       ref.visiblePairs = pairs * b * hq;
+      ref.blocks =
+          BlockPattern::ofCausal(b, hq, m, n, blockSizes.first,
+                                 blockSizes.second, op.getCausal());
     }
+    double density = ref.blocks.density();
     // Useful FLOPs: two per multiply-add of Q.K^T and P.V on the
     // elements no mask removes.
     double tflops =
@@ -830,21 +853,25 @@ int runAttention(ModuleOp module) {
           "\"causal\": {8}, \"error\": {9:e}, \"lse_error\": {10:e}, "
           "\"tolerance\": {11:e}, \"compile_ms\": {12:f1}, "
           "\"run_ms\": {13:f3}, \"useful_tflops\": {15:f4}, "
-          "\"pass\": {14}}\n",
+          "\"density\": {16:f4}, \"pass\": {14}}\n",
           b, hq, hkv, m, n, p.d, p.dv, typeName,
           op.getCausal() ? "true" : "false", error, lseError, allowed,
-          compileMs, runMs, pass ? "true" : "false", tflops);
+          compileMs, runMs, pass ? "true" : "false", tflops, density);
     } else {
       llvm::outs() << llvm::formatv(
           "  B={0} Hq={1} Hkv={2} M={3} N={4}: run {5:f3} ms ({7:f3} "
-          "useful TFLOP/s), error {6:e}",
-          b, hq, hkv, m, n, runMs, error, tflops);
+          "useful TFLOP/s, density {8:f3}), error {6:e}",
+          b, hq, hkv, m, n, runMs, error, tflops, density);
       if (li)
         llvm::outs() << llvm::formatv(", logsumexp error {0:e}", lseError);
       if (!finite || !lseFinite)
         llvm::outs() << ", non-finite or unwritten outputs";
       llvm::outs() << ": " << (pass ? "PASS" : "FAIL") << "\n";
     }
+    if (showBlockMask && !json)
+      llvm::outs() << llvm::formatv("  blocks of {0} x {1}, (b, h) = (0, 0):\n",
+                                    blockSizes.first, blockSizes.second)
+                   << ref.blocks.picture(0, 0);
   }
   return summarize(cases, failures, worst, allowed);
 }
@@ -890,6 +917,10 @@ int main(int argc, char **argv) {
     spec.mask = mask;
     spec.scoreMod = scoreMod;
     spec.fillHints = true;
+    spec.givenBlockMask = givenBlockMask;
+    if (givenBlockMask && !emitVariant)
+      fail("--given-block-mask needs --emit-variant: attn-run fills no "
+           "block-mask lists");
     if (opName != "attention" && opName != "softmax")
       fail("--op must be attention or softmax, not '" + opName + "'");
     llvm::Expected<std::string> text = opName == "softmax"

@@ -31,6 +31,12 @@ struct VariantSpec {
   /// Static sizes; -1 (the default) leaves a size dynamic.
   int64_t batch = -1, queryHeads = -1, kvHeads = -1, queryLen = -1,
           kvLen = -1;
+  /// The block size of a block mask given as lists: four i32 arguments
+  /// after the captures (kv_num_blocks [B, H, QB], kv_indices [B, H, QB,
+  /// KB], full_kv_num_blocks, full_kv_indices), FlexAttention's BlockMask
+  /// fields, which the attention honours as given. 0: none (the pipeline
+  /// derives one from the mask).
+  int64_t givenBlockMask = 0;
   /// Marks captures that attn-run fills in a particular way (jagged's
   /// sequence starts) with `attn.fill`; attn-run removes it before compiling.
   bool fillHints = false;
@@ -38,6 +44,14 @@ struct VariantSpec {
 
 /// MLIR text of the variant, or an error naming the bad flag.
 llvm::Expected<std::string> variantSource(const VariantSpec &spec);
+
+/// @block_mask(8 lists..., captures) -> the 8 lists: the fields of an
+/// attn.create_block_mask of `spec.mask` (not none) over the static
+/// `spec.batch`, `spec.queryHeads`, `spec.queryLen` and `spec.kvLen`, copied
+/// into the list arguments (FlexAttention's BlockMask fields, in the order
+/// of !attn.block_mask's table).
+llvm::Expected<std::string> blockMaskSource(const VariantSpec &spec,
+                                            int64_t qBlock, int64_t kvBlock);
 
 /// @softmax(%x: tensor<?x?xT>, %y: tensor<?x?xT>) with dynamic sizes.
 llvm::Expected<std::string> softmaxSource(const std::string &dtype);

@@ -17,15 +17,18 @@ anything with ``__cuda_array_interface__``) without copies.
     kernel(q, k, v, out)
 """
 
+from .block_mask import BlockMask
 from .runtime import Kernel, alibi_slopes, chip, has_gpu_reference
 
 try:
     from .compiler import (Module, CpuKernel, attention, softmax, compile_cpu,
-                           compile_gpu)
+                           compile_gpu, block_mask_module,
+                           create_block_mask)
     compiler_available = True
 except ImportError:  # a runtime-only build (no MLIR)
     compiler_available = False
 
-__all__ = ["Kernel", "alibi_slopes", "chip", "has_gpu_reference",
-           "compiler_available", "Module", "CpuKernel", "attention",
-           "softmax", "compile_cpu", "compile_gpu"]
+__all__ = ["BlockMask", "Kernel", "alibi_slopes", "chip",
+           "has_gpu_reference", "compiler_available", "Module", "CpuKernel",
+           "attention", "softmax", "compile_cpu", "compile_gpu",
+           "block_mask_module", "create_block_mask"]

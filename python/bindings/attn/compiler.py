@@ -11,8 +11,11 @@ import shutil
 import struct
 import tempfile
 
+import numpy as np
+
 from ._compiler import (Module, CpuKernel, attention_source, softmax_source,
-                        _max_tile)
+                        block_mask_source, _max_tile)
+from .block_mask import BlockMask
 
 _DTYPES = ("f32", "f16", "bf16")
 _MASKS = ("None, 'sliding-window:W', 'document', 'prefix:P', 'jagged:P', "
@@ -23,7 +26,7 @@ _INT64_MAX = 2**63 - 1
 
 def attention(dtype="f32", head_dim=64, value_dim=None, causal=False,
               lse=False, mask=None, score_mod=None, scale=None, batch=None,
-              heads=None, q_len=None, kv_len=None):
+              heads=None, q_len=None, kv_len=None, given_block_mask=None):
     """A module with one function @attention(q, k, v, out [, lse]
     [, captures of the mask] [, slopes]) holding one attn.attention.
 
@@ -66,6 +69,14 @@ def attention(dtype="f32", head_dim=64, value_dim=None, causal=False,
       'relative'          s + (q - kv)
       'checkerboard'      s / 2 where |q - kv| is odd, s where it is even
     Callables are not accepted yet.
+
+    `given_block_mask`, a block size (a power of two from 16 to 1024), makes
+    the function take a block mask of square blocks of that size as four
+    int32 arguments after the captures: FlexAttention's kv_num_blocks,
+    kv_indices, full_kv_num_blocks and full_kv_indices (BlockMask.kv_lists()
+    of attn.create_block_mask, say). The kernel visits only the listed
+    blocks, applying the mask on partial ones. Without it, the pipeline
+    derives a block mask from `mask`.
     """
     dtype = _check_dtype(dtype)
     head_dim = _check_head_dim("head_dim", head_dim)
@@ -80,16 +91,62 @@ def attention(dtype="f32", head_dim=64, value_dim=None, causal=False,
     batch, q_len, kv_len = (_check_size(name, size) for name, size in
                             (("batch=", batch), ("q_len=", q_len),
                              ("kv_len=", kv_len)))
+    if given_block_mask is not None:
+        given_block_mask = _check_block_size("given_block_mask",
+                                             given_block_mask)
     text = attention_source(
         dtype, head_dim, value_dim or 0, causal, lse, mask, score_mod,
         scale or 0.0, _dim(batch), _dim(hq), _dim(hkv), _dim(q_len),
-        _dim(kv_len))
+        _dim(kv_len), given_block_mask or 0)
     return Module.parse(text)
 
 
 def softmax(dtype="f32"):
     """A module with @softmax(x, out) over the last dim of [?, ?] tensors."""
     return Module.parse(softmax_source(_check_dtype(dtype)))
+
+
+def block_mask_module(mask, q_len, kv_len, batch=1, heads=1, q_block=128,
+                      kv_block=128):
+    """A module with one function @block_mask(kv_num_blocks, kv_indices,
+    full_kv_num_blocks, full_kv_indices, q_num_blocks, q_indices,
+    full_q_num_blocks, full_q_indices [, captures of the mask]) that
+    computes the lists of an attn.create_block_mask of one of
+    attn.attention's `mask=` values (not None) over static [batch, heads,
+    q_len, kv_len] into its first eight arguments (int32 [B, H, QB] and
+    [B, H, QB, KB], then [B, H, KB] and [B, H, KB, QB]). Block sizes are
+    powers of two from 16 to 1024."""
+    mask = _check_mask(mask)
+    if mask == "none":
+        raise ValueError("attn: a block mask needs a mask, not None")
+    batch, heads, q_len, kv_len = (
+        _check_positive(name, value, _INT64_MAX)
+        for name, value in (("batch", batch), ("heads", heads),
+                            ("q_len", q_len), ("kv_len", kv_len)))
+    q_block, kv_block = (_check_block_size(name, size) for name, size in
+                         (("q_block", q_block), ("kv_block", kv_block)))
+    return Module.parse(block_mask_source(mask, batch, heads, q_len, kv_len,
+                                          q_block, kv_block))
+
+
+def create_block_mask(mask, q_len, kv_len, *captures, batch=1, heads=1,
+                      q_block=128, kv_block=128):
+    """FlexAttention's create_block_mask for one of attn.attention's
+    `mask=` values: block_mask_module's function, run on the CPU, as a
+    BlockMask with the q-side lists too. `captures` are the mask's arrays,
+    as attn.attention's function takes them (document ids for 'document',
+    sequence ids and starts for 'jagged')."""
+    module = block_mask_module(mask, q_len, kv_len, batch, heads, q_block,
+                               kv_block)
+    q_blocks, kv_blocks = -(-q_len // q_block), -(-kv_len // kv_block)
+    lists = []
+    for lines, length in ((q_blocks, kv_blocks), (kv_blocks, q_blocks)):
+        for _ in range(2):
+            lists += [np.zeros((batch, heads, lines), np.int32),
+                      np.zeros((batch, heads, lines, length), np.int32)]
+    compile_cpu(module)(*lists, *captures)
+    return BlockMask(*lists, q_block=q_block, kv_block=kv_block, q_len=q_len,
+                     kv_len=kv_len)
 
 
 def compile_cpu(module, function="", q_tile=64, kv_tile=64, row_tile=4096,
@@ -214,6 +271,14 @@ def _check_int(name, value, what):
         raise TypeError(f"attn: {name}= must be {what}, got {value!r} "
                         f"({_type_name(value)})")
     return int(value)
+
+
+def _check_block_size(name, value):
+    value = _check_int(name, value, "a power of two from 16 to 1024")
+    if value < 16 or value > 1024 or value & (value - 1):
+        raise ValueError(f"attn: {name}= must be a power of two from 16 to "
+                         f"1024, got {value}")
+    return value
 
 
 def _check_positive(name, value, largest):

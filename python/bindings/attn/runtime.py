@@ -103,7 +103,8 @@ class Kernel:
     def prepare(self, *arrays):
         """The launches for these GPU arrays, checked and evaluated once:
         calling the result queues them again without checks and without
-        waiting for them (for timing; the arrays must stay alive)."""
+        waiting for them (for timing). The result holds the arrays, which
+        stay alive as long as it."""
         if len(arrays) != len(self.arg_types):
             raise TypeError(f"attn: @{self.function} takes "
                             f"{len(self.arg_types)} arrays, got {len(arrays)}")
@@ -111,8 +112,13 @@ class Kernel:
         if not all(v[2] for v in views):
             raise ValueError("attn: prepare() takes arrays on the GPU")
         self._check_shapes([v[1] for v in views])
-        return self._bundle.prepare(self.function,
-                                    [(v[0], v[1]) for v in views]).launch
+        launch = self._bundle.prepare(self.function,
+                                      [(v[0], v[1]) for v in views]).launch
+
+        def run():
+            launch()
+        run.arrays = arrays
+        return run
 
     def _check_shapes(self, shapes):
         """ValueError when the shapes break the bundle's shape contract."""
