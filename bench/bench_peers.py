@@ -13,6 +13,7 @@ The bundles come from scripts/gpu/make-bundles.sh; what each computes
 import json
 import math
 import os
+import re
 import sys
 import time
 
@@ -22,12 +23,14 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from triton.testing import do_bench
 
 sys.path.insert(0, os.path.dirname(__file__))
+import block_masks  # noqa: E402
 from gpu_check import attn  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 # The bundle's mask_mod by name -> the mask this benchmark gives Flex.
 MASKS = {None: None, "sliding-window:1024": "window1024",
          "document": "document512"}
+MASK_SPECS = {kind: spec for spec, kind in MASKS.items() if spec}
 
 
 def describe(kernel):
@@ -65,6 +68,23 @@ def main():
             docs = torch.arange(n, device="cuda", dtype=torch.int32) // 512
             if kind == "document512":
                 args.append(docs)  # the captured document ids
+            attn_mask_ms = None
+            if len(kernel.arg_types) == len(args) + 4:
+                # Built with --given-block-mask: the lists come from the
+                # @block_mask bundle of the same mask and length, timed
+                # apart, as Flex's create_block_mask is.
+                manifest = os.path.join(os.path.dirname(path),
+                                        "block-masks.json")
+                case = block_masks.find(json.load(open(manifest)),
+                                        MASK_SPECS[kind], n)
+                if case is None:
+                    sys.exit(f"bench_peers: no block mask of {kind} at {n}")
+                lists, build = block_masks.build(case,
+                                                 os.path.dirname(manifest))
+                build()
+                args += lists[:4]
+                attn_mask_ms = do_bench(build, warmup=25, rep=100,
+                                        return_mode="median")
             run_attn = kernel.prepare(*args)
             # Masks as attn-run builds them (and as FlexAttention gets them):
             # causal; causal within 1024 keys; causal within 512-token documents.
@@ -82,14 +102,20 @@ def main():
                 idx = torch.arange(n, device="cuda")
                 density = mask_mod(0, 0, idx[:, None], idx[None, :]).float().mean().item()
             flops = 4.0 * b * h * n * n * d * density  # useful FLOPs
-            row = {"dtype": name, "D": d, "mask": kind, "causal": causal,
-                   "density": density, "B": b, "H": h, "N": n}
+            row = {"bundle": os.path.basename(path), "dtype": name, "D": d,
+                   "mask": kind, "causal": causal, "density": density,
+                   "B": b, "H": h, "N": n}
             row["attn_ms"] = do_bench(run_attn, warmup=25, rep=100,
                                       return_mode="median")
+            if attn_mask_ms is not None:
+                row["attn_mask_ms"] = attn_mask_ms
             if mask_mod is not None and kind != "causal":
                 # Skipping efficiency: the same kernel family without the
                 # mask, to compare useful TFLOP/s with dense TFLOP/s.
-                dense = attn.Kernel(path.replace(f"-{kind}-", "-full-"))
+                # bench-<dtype>-d<D>-<mask>[-<variant>]-bundle.json: the
+                # dense bundle of the same dtype and D, default tiles.
+                dense = attn.Kernel(re.sub(rf"-{kind}(-[a-z0-9]+)?-bundle",
+                                           "-full-bundle", path))
                 row["dense_attn_ms"] = do_bench(dense.prepare(q, k, v, o),
                                                 warmup=25, rep=100,
                                                 return_mode="median")
@@ -145,17 +171,19 @@ def main():
 
     masked = [r for r in rows if "skip_efficiency" in r]
     if masked:
-        print("\n| mask | N | density | attn useful | attn dense | skipping efficiency | Flex useful | Flex mask build ms | attn/Flex |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("\n| bundle | mask | N | density | attn useful | attn dense | skipping efficiency | Flex useful | attn mask build ms | Flex mask build ms | attn/Flex |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in masked:
         dense = 4.0 * r["B"] * r["H"] * r["N"] ** 2 * r["D"] / r["dense_attn_ms"] / 1e9
         flex = r.get("flex_tflops")
-        print(f"| {r['mask']} | {r['N']} | {r['density']:.4f} | {r['attn_tflops']:.1f} "
+        print(f"| {r['bundle']} | {r['mask']} | {r['N']} | {r['density']:.4f} | {r['attn_tflops']:.1f} "
               f"| {dense:.1f} | {r['skip_efficiency']:.3f} "
-              f"| {flex:.1f} | {r.get('flex_mask_ms', float('nan')):.3f} "
+              f"| {flex:.1f} | {r.get('attn_mask_ms', float('nan')):.3f} "
+              f"| {r.get('flex_mask_ms', float('nan')):.3f} "
               f"| {r['attn_tflops'] / flex:.3f} |" if flex else
-              f"| {r['mask']} | {r['N']} | {r['density']:.4f} | {r['attn_tflops']:.1f} "
-              f"| {dense:.1f} | {r['skip_efficiency']:.3f} | n/a | n/a | n/a |")
+              f"| {r['bundle']} | {r['mask']} | {r['N']} | {r['density']:.4f} | {r['attn_tflops']:.1f} "
+              f"| {dense:.1f} | {r['skip_efficiency']:.3f} | n/a "
+              f"| {r.get('attn_mask_ms', float('nan')):.3f} | n/a | n/a |")
 
 
 if __name__ == "__main__":

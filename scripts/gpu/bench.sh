@@ -2,7 +2,8 @@
 # Benchmark round on a GPU machine: attn's kernels next to SDPA (flash,
 # cuDNN) and FlexAttention on the benchmark shapes (docs/Benchmarking.md).
 # Needs gpu-bundles/ from scripts/gpu/make-bundles.sh, copied into the
-# checkout, and the Python package scripts/gpu/round.sh builds. Usage: scripts/gpu/bench.sh [f16|bf16 ...]
+# checkout, and the Python package scripts/gpu/runtime.sh builds.
+# Usage: scripts/gpu/bench.sh [f16|bf16 ...]
 #   or scripts/gpu/bench.sh masks
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,8 +19,8 @@ for dtype in "$@"; do
 done
 # `masks` times the sliding-window and document bundles next to Flex.
 if [ "$1" = masks ]; then
-  bundles=(gpu-bundles/bench-bf16-d128-window1024-bundle.json
-           gpu-bundles/bench-bf16-d128-document512-bundle.json)
+  bundles=(gpu-bundles/bench-bf16-d128-window1024*-bundle.json
+           gpu-bundles/bench-bf16-d128-document512*-bundle.json)
 fi
 # attn.Kernel: the runtime-only Python package scripts/gpu/round.sh builds.
 [ -d build-runtime/python/attn ] || { echo "no build-runtime/python/attn: run scripts/gpu/round.sh first"; exit 1; }

@@ -44,6 +44,40 @@ done
 # Masks next to FlexAttention (bf16, D=128).
 make_bundle bench-bf16-d128-window1024 --dtype=bf16 --head-dim=128 --mask=sliding-window:1024
 make_bundle bench-bf16-d128-document512 --dtype=bf16 --head-dim=128 --mask=document
+# The same taking their block masks as lists (FlexAttention's way), built
+# by the @block_mask bundles below: bench_peers.py times the two apart.
+make_bundle bench-bf16-d128-window1024-given --dtype=bf16 --head-dim=128 \
+  --mask=sliding-window:1024 --given-block-mask=128
+make_bundle bench-bf16-d128-document512-given --dtype=bf16 --head-dim=128 \
+  --mask=document --given-block-mask=128
+# Block masks built on the GPU (bench/block_masks.py checks all eight lists
+# and times them), listed in block-masks.json: odd sizes and blocks, then
+# the benchmark's masks at N = 2k and 8k.
+block_mask_bundle() { # mask, batch, heads, q_len, kv_len, q_block, kv_block
+  local name="block-mask-$(echo "$1" | tr -c 'a-z0-9\n' -)-$2x$3x$4x$5-$6x$7"
+  PYTHONPATH=build/python python3 -c 'import attn, sys
+a = sys.argv[1:]
+print(attn.block_mask_module(a[0], *map(int, a[3:5]), *map(int, a[1:3]), *map(int, a[5:])))' \
+    "$@" > "$out/$name.mlir"
+  build/bin/attn-opt "$out/$name.mlir" --attn-lower-to-nvvm="chip=$chip" \
+    --attn-write-kernel-bundle=prefix="$out/$name-" -o /dev/null
+  manifest+=("{\"bundle\": \"$name-bundle.json\", \"mask\": \"$1\", \"batch\": $2, \"heads\": $3, \"q_len\": $4, \"kv_len\": $5, \"q_block\": $6, \"kv_block\": $7}")
+}
+manifest=()
+block_mask_bundle sliding-window:100 1 2 300 500 16 32
+block_mask_bundle document 2 1 1000 1000 64 128
+block_mask_bundle natten:9:20:7 1 1 180 180 16 16
+block_mask_bundle prefix:700 1 1 4097 3000 128 64
+for n in 2048 8192; do
+  block_mask_bundle sliding-window:1024 1 1 $n $n 128 128
+  block_mask_bundle document 1 1 $n $n 128 128
+done
+(IFS=,; echo "[${manifest[*]}]") > "$out/block-masks.json"
+# The same with the dense kernel's tiles: two 16-row bands per warp.
+options="warps=4 q-tile=128 kv-tile=32" make_bundle bench-bf16-d128-window1024-bands2 \
+  --dtype=bf16 --head-dim=128 --mask=sliding-window:1024
+options="warps=4 q-tile=128 kv-tile=32" make_bundle bench-bf16-d128-document512-bands2 \
+  --dtype=bf16 --head-dim=128 --mask=document
 # attn.softmax on [rows, N] (dynamic sizes), for bench/softmax_bench.py:
 # the pipeline's defaults, then variants with other attn-softmax-to-gpu
 # options (run before the pipeline, which then finds no softmax left):

@@ -19,13 +19,7 @@ out=${OUT:-/tmp}
 status=0
 log() { tee -a "$out/gpu-round.log"; }
 
-# nanobind for the Python package (bench/gpu_check.py runs attn.Kernel).
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
-python=$(python3 -c "import sys; print(sys.executable)")
-PYTHONPATH=/tmp/site cmake -S . -B build-runtime -G Ninja -DATTN_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
-  -DPython_EXECUTABLE="$python" > "$out/runtime-build.log" 2>&1 &&
-  ninja -C build-runtime >> "$out/runtime-build.log" 2>&1 || { echo "runtime build failed"; tail -20 "$out/runtime-build.log"; exit 1; }
-[ -d build-runtime/python/attn ] || { echo "no Python package built (nanobind?)"; grep "attn:" "$out/runtime-build.log"; exit 1; }
+bash scripts/gpu/runtime.sh || exit 1
 export PYTHONPATH=$PWD/build-runtime/python:/tmp/site
 (cd build-runtime && ctest --output-on-failure -E python/ 2>&1 | tail -3) | log
 
