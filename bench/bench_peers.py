@@ -112,9 +112,9 @@ def main():
             if mask_mod is not None and kind != "causal":
                 # Skipping efficiency: the same kernel family without the
                 # mask, to compare useful TFLOP/s with dense TFLOP/s.
-                # bench-<dtype>-d<D>-<mask>[-<variant>]-bundle.json: the
-                # dense bundle of the same dtype and D, default tiles.
-                dense = attn.Kernel(re.sub(rf"-{kind}(-[a-z0-9]+)?-bundle",
+                # bench-<dtype>-d<D>-<mask>[-<variant>...]-bundle.json:
+                # the dense bundle of the same dtype and D, default tiles.
+                dense = attn.Kernel(re.sub(rf"-{kind}(-[a-z0-9]+)*-bundle",
                                            "-full-bundle", path))
                 row["dense_attn_ms"] = do_bench(dense.prepare(q, k, v, o),
                                                 warmup=25, rep=100,

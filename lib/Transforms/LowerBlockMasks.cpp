@@ -136,38 +136,57 @@ std::pair<Value, Value> ListBuilder::scanBlock(Value bi, Value hi, Value qb,
   // Row by row, the columns first, first + step, ...: neighbouring threads
   // read neighbouring kv positions, as a captured tensor is laid out. The
   // trip counts are the block sizes, whatever the lengths, so that rows
-  // unroll and their reads overlap: positions past Q_LEN or KV_LEN are
-  // clamped to the last one (the mask_mod sees only positions inside the
-  // problem) and do not count.
-  auto rowLoop =
-      scf::ForOp::create(b, loc, c(0), c(qBlock), c(1), ValueRange{no, no});
-  {
+  // unroll and their reads overlap. In a block at the problem's edge,
+  // positions past Q_LEN or KV_LEN are clamped to the last one (the
+  // mask_mod sees only positions inside the problem) and do not count;
+  // the other blocks skip that arithmetic.
+  auto scanRows = [&](bool atEdge) -> scf::ForOp {
+    auto rowLoop =
+        scf::ForOp::create(b, loc, c(0), c(qBlock), c(1), ValueRange{no, no});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(rowLoop.getBody());
+      Value row = add(q0, rowLoop.getInductionVar());
+      Value q = atEdge ? arith::MinUIOp::create(b, loc, row, lastQ) : row;
+      auto columnLoop = scf::ForOp::create(b, loc, first, c(kvBlock), c(step),
+                                           rowLoop.getRegionIterArgs());
+      b.setInsertionPointToStart(columnLoop.getBody());
+      Value column = add(kv0, columnLoop.getInductionVar());
+      Value kv =
+          atEdge ? arith::MinUIOp::create(b, loc, column, lastKv) : column;
+      Value keep = regions.maskMod(b, loc, bi, hi, q, kv);
+      Value drop = arith::XOrIOp::create(b, loc, keep, yes);
+      Value inside = atEdge ? arith::AndIOp::create(b, loc, less(row, qLen),
+                                                    less(column, kvLen))
+                            : yes;
+      ValueRange seen = columnLoop.getRegionIterArgs();
+      auto seenIf = [&](Value seenSoFar, Value now) -> Value {
+        return arith::OrIOp::create(b, loc, seenSoFar,
+                                    arith::AndIOp::create(b, loc, now, inside));
+      };
+      scf::YieldOp::create(
+          b, loc, ValueRange{seenIf(seen[0], keep), seenIf(seen[1], drop)});
+      b.setInsertionPointAfter(columnLoop);
+      scf::YieldOp::create(b, loc, columnLoop.getResults());
+    }
+    if (unrollRows > 1)
+      (void)loopUnrollByFactor(rowLoop, unrollRows);
+    return rowLoop;
+  };
+  Value interior = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                            add(q0, c(qBlock)), qLen),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                            add(kv0, c(kvBlock)), kvLen));
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{b.getI1Type(), b.getI1Type()},
+                                interior, /*withElseRegion=*/true);
+  for (bool atEdge : {false, true}) {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(rowLoop.getBody());
-    Value row = add(q0, rowLoop.getInductionVar());
-    Value q = arith::MinUIOp::create(b, loc, row, lastQ);
-    auto columnLoop = scf::ForOp::create(b, loc, first, c(kvBlock), c(step),
-                                         rowLoop.getRegionIterArgs());
-    b.setInsertionPointToStart(columnLoop.getBody());
-    Value column = add(kv0, columnLoop.getInductionVar());
-    Value kv = arith::MinUIOp::create(b, loc, column, lastKv);
-    Value inside = arith::AndIOp::create(b, loc, less(row, qLen),
-                                         less(column, kvLen));
-    Value keep = regions.maskMod(b, loc, bi, hi, q, kv);
-    Value drop = arith::XOrIOp::create(b, loc, keep, yes);
-    ValueRange seen = columnLoop.getRegionIterArgs();
-    auto seenIf = [&](Value seenSoFar, Value now) -> Value {
-      return arith::OrIOp::create(b, loc, seenSoFar,
-                                  arith::AndIOp::create(b, loc, now, inside));
-    };
-    scf::YieldOp::create(
-        b, loc, ValueRange{seenIf(seen[0], keep), seenIf(seen[1], drop)});
-    b.setInsertionPointAfter(columnLoop);
-    scf::YieldOp::create(b, loc, columnLoop.getResults());
+    b.setInsertionPointToStart(atEdge ? ifOp.elseBlock() : ifOp.thenBlock());
+    scf::YieldOp::create(b, loc, scanRows(atEdge).getResults());
   }
-  if (unrollRows > 1)
-    (void)loopUnrollByFactor(rowLoop, unrollRows);
-  return {rowLoop.getResult(0), rowLoop.getResult(1)};
+  return {ifOp.getResult(0), ifOp.getResult(1)};
 }
 
 std::pair<Value, Value>

@@ -4,7 +4,7 @@
 # Needs gpu-bundles/ from scripts/gpu/make-bundles.sh, copied into the
 # checkout, and the Python package scripts/gpu/runtime.sh builds.
 # Usage: scripts/gpu/bench.sh [f16|bf16 ...]
-#   or scripts/gpu/bench.sh masks
+#   or scripts/gpu/bench.sh masks|mask-tiles
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -17,10 +17,13 @@ for dtype in "$@"; do
     done
   done
 done
-# `masks` times the sliding-window and document bundles next to Flex.
+# `masks` times the sliding-window and document bundles next to Flex: the
+# block mask derived and built in the call, and given (built apart);
+# `mask-tiles` the given ones with other tiles.
 if [ "$1" = masks ]; then
-  bundles=(gpu-bundles/bench-bf16-d128-window1024*-bundle.json
-           gpu-bundles/bench-bf16-d128-document512*-bundle.json)
+  bundles=(gpu-bundles/bench-bf16-d128-{window1024,document512}{,-given}-bundle.json)
+elif [ "$1" = mask-tiles ]; then
+  bundles=(gpu-bundles/bench-bf16-d128-{window1024,document512}-given-*-bundle.json)
 fi
 # attn.Kernel: the runtime-only Python package scripts/gpu/round.sh builds.
 [ -d build-runtime/python/attn ] || { echo "no build-runtime/python/attn: run scripts/gpu/round.sh first"; exit 1; }

@@ -2,14 +2,16 @@
 # Times every kernel of the masked benchmark bundles one by one with Nsight
 # Compute (clocks left alone): the block mask's scan, compaction and
 # clearing kernels next to the attention kernel. Needs what bench.sh needs.
-# Usage: scripts/gpu/kernel-times.sh [N]   (default 8192)
+# Usage: scripts/gpu/kernel-times.sh [N [BUNDLE ...]]
+#   (default 8192, and the `bench.sh masks` bundles)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 n=${1:-8192}
+shift $(( $# > 0 ))
+[ $# -gt 0 ] || set -- gpu-bundles/bench-bf16-d128-{window1024,document512}{,-given}-bundle.json
 [ -d build-runtime/python/attn ] || { echo "no build-runtime/python/attn: run scripts/gpu/runtime.sh first"; exit 1; }
 export PYTHONPATH=$PWD/build-runtime/python:$PWD/bench:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-for bundle in gpu-bundles/bench-bf16-d128-window1024*-bundle.json \
-              gpu-bundles/bench-bf16-d128-document512*-bundle.json; do
+for bundle in "$@"; do
   echo "$bundle, N = $n:"
   ncu --clock-control none --metrics gpu__time_duration.sum --csv \
     python3 bench/kernel_times.py "$n" "$bundle" > /tmp/ncu.csv ||

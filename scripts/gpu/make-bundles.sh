@@ -73,11 +73,16 @@ for n in 2048 8192; do
   block_mask_bundle document 1 1 $n $n 128 128
 done
 (IFS=,; echo "[${manifest[*]}]") > "$out/block-masks.json"
-# The same with the dense kernel's tiles: two 16-row bands per warp.
-options="warps=4 q-tile=128 kv-tile=32" make_bundle bench-bf16-d128-window1024-bands2 \
-  --dtype=bf16 --head-dim=128 --mask=sliding-window:1024
-options="warps=4 q-tile=128 kv-tile=32" make_bundle bench-bf16-d128-document512-bands2 \
-  --dtype=bf16 --head-dim=128 --mask=document
+# Tiles of the masked kernels, timed apart from the build: one 16-row band
+# per warp (8 warps, kv-tile 64), two bands (4 warps) with kv-tiles of 32
+# and 16, and 64-row blocks of 4 warps.
+for mask in window1024:sliding-window:1024 document512:document; do
+  for tiles in "band1:warps=8 q-tile=128 kv-tile=64" "kv32:warps=4 q-tile=128 kv-tile=32" \
+               "kv16:warps=4 q-tile=128 kv-tile=16" "q64:warps=4 q-tile=64 kv-tile=64"; do
+    options="${tiles#*:}" make_bundle "bench-bf16-d128-${mask%%:*}-given-${tiles%%:*}" \
+      --dtype=bf16 --head-dim=128 --mask=${mask#*:} --given-block-mask=128
+  done
+done
 # attn.softmax on [rows, N] (dynamic sizes), for bench/softmax_bench.py:
 # the pipeline's defaults, then variants with other attn-softmax-to-gpu
 # options (run before the pipeline, which then finds no softmax left):

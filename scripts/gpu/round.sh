@@ -8,7 +8,8 @@
 #      Python package, and runs its unit tests against the real driver;
 #   2. checks every bundle on the size matrix against PyTorch (Python,
 #      bench/gpu_check.py through attn.Kernel), and one shape of each with
-#      attn-bundle-run (C++ runtime, float64 reference, CUDA-event timing);
+#      attn-bundle-run (C++ runtime, float64 reference, CUDA-event timing),
+#      and the block masks built on the GPU (bench/block_masks.py);
 #   3. checks that an oversized problem and a cubin for another chip are
 #      refused with a clear error.
 # Logs under ${OUT:-/tmp}; exits non-zero if anything failed.
@@ -28,6 +29,9 @@ check gpu-bundles/f16-d64-causal-bundle.json --dtype=f16 --causal --bench=4,16,1
 check gpu-bundles/bf16-d128-lse-bundle.json --dtype=bf16 --lse
 check gpu-bundles/f32-d16-causal-lse-bundle.json --dtype=f32 --causal --lse
 check gpu-bundles/f16-d64-window32-bundle.json --dtype=f16 --window=32
+# Block masks built on the GPU: all eight lists against PyTorch's.
+python3 bench/block_masks.py gpu-bundles/block-masks.json 2>&1 | log
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 run() { build-runtime/bin/attn-bundle-run "$@" 2>&1 | log; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1; }
 run gpu-bundles/f16-d64-causal-bundle.json --causal --batch=2 --heads=8:2 --q-len=300 --kv-len=300

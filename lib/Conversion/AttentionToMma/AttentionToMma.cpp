@@ -92,6 +92,11 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
   MmaShape shape{op.getHeadDim(), op.getValueHeadDim(),
                  outElement.getIntOrFloatBitWidth() / 8,
                  op.hasMaskMod() || op.hasScoreMod()};
+  if (op.hasMaskMod() && !op.hasScoreMod()) {
+    int64_t reads = 0;
+    op.getMaskMod().walk([&](tensor::ExtractOp) { ++reads; });
+    shape.lightMask = reads <= 2;
+  }
   BlockMaskLists lists;
   if (op.getBlockMask()) {
     FailureOr<BlockMaskLists> read = BlockMaskLists::of(op);

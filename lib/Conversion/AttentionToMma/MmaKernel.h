@@ -41,6 +41,9 @@ struct MmaShape {
   /// Whether mask_mod or score_mod regions run per element (they take
   /// registers).
   bool regions;
+  /// Whether the only region is a mask_mod with at most two captured reads
+  /// (a sliding window, documents): two bands still fit its registers.
+  bool lightMask = false;
 };
 
 /// Bytes of dynamic shared memory a block uses: the Q tile (or, after the

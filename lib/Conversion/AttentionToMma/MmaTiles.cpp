@@ -41,9 +41,11 @@ std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape,
   // of 4 warps, each with two bands of 16 rows that share every K and V
   // fragment (half the shared-memory reads per mma of one band). Without
   // mask_mod or score_mod regions two bands fit the registers with
-  // kv-tiles of 64 up to D = 64 and of 32 up to D = 128; kernels with
-  // regions keep one band, and so do D <= 32 ones, for which ptxas then
-  // targets 128 registers and spills. Above D = 128 the
+  // kv-tiles of 64 up to D = 64 and of 32 up to D = 128, and so they do
+  // above D = 64 for a light mask_mod (whose partial blocks then cost
+  // ptxas a few bytes of spill on sm_90, less than one band would);
+  // other kernels with regions keep one band, and so do D <= 32 ones, for
+  // which ptxas then targets 128 registers and spills. Above D = 128 the
   // accumulators of one band alone take 128 registers.
   static constexpr MmaTiles narrow[] = {{128, 64, 2}, {128, 32, 2},
                                         {64, 32, 2},  {32, 32, 2},
@@ -56,7 +58,8 @@ std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape,
   ArrayRef<MmaTiles> candidates = ArrayRef(wide);
   if (widest > 32 && widest <= 64 && !shape.regions)
     candidates = narrow;
-  else if (widest > 64 && widest <= 128 && !shape.regions)
+  else if (widest > 64 && widest <= 128 &&
+           (!shape.regions || shape.lightMask))
     candidates = wideDense;
   if (widest > 128)
     candidates = candidates.drop_front();
