@@ -117,8 +117,8 @@ llvm::Error maskRegion(const VariantSpec &spec, std::string &captures,
     }
     int64_t height = natten && values.size() == 3 ? values[0] : 0;
     if (values.size() != fields.size() || values.size() != (natten ? 3 : 2) ||
-        (natten && (2 * (values[2] / 2) >= height ||
-                    2 * (values[2] / 2) >= values[1])))
+        (natten &&
+         (2 * (values[2] / 2) >= height || 2 * (values[2] / 2) >= values[1])))
       return llvm::createStringError(
           natten ? "--mask=natten:H:W:K needs positive H, W and K, with "
                    "the window, 2 (K / 2) + 1 wide, inside H x W"
@@ -301,9 +301,13 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
                         "two from 16 to 1024, not {0}",
                         block)
               .str());
-    std::string maskType = llvm::formatv(
-        "!attn.block_mask<q_block = {0}, kv_block = {0}>", block);
-    const char *counts = "tensor<?x?x?xi32>", *indices = "tensor<?x?x?x?xi32>";
+    if (maskBody.empty())
+      return llvm::createStringError("a given block mask needs a mask");
+    std::string maskType =
+        llvm::formatv("!attn.block_mask<q_block = {0}, kv_block = {0}>", block);
+    // One block mask for every batch and head, as FlexAttention's B = H =
+    // None: the runtime checks the static 1s.
+    const char *counts = "tensor<1x1x?xi32>", *indices = "tensor<1x1x?x?xi32>";
     args += llvm::formatv(
         ", %kv_num_blocks: {0}, %kv_indices: {1}, %full_kv_num_blocks: {0}, "
         "%full_kv_indices: {1}",
@@ -358,9 +362,9 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
       .str();
 }
 
-llvm::Expected<std::string>
-mlir::attn::blockMaskSource(const VariantSpec &spec, int64_t qBlock,
-                            int64_t kvBlock) {
+llvm::Expected<std::string> mlir::attn::blockMaskSource(const VariantSpec &spec,
+                                                        int64_t qBlock,
+                                                        int64_t kvBlock) {
   struct {
     const char *name;
     int64_t size;
@@ -371,8 +375,8 @@ mlir::attn::blockMaskSource(const VariantSpec &spec, int64_t qBlock,
   for (auto size : sizes)
     if (size.size <= 0)
       return llvm::createStringError(
-          llvm::formatv("a block mask needs a positive {0}, not {1}",
-                        size.name, size.size)
+          llvm::formatv("a block mask needs a positive {0}, not {1}", size.name,
+                        size.size)
               .str());
   for (int64_t block : {qBlock, kvBlock})
     if (block < 16 || block > 1024 || (block & (block - 1)) != 0)
@@ -391,10 +395,9 @@ mlir::attn::blockMaskSource(const VariantSpec &spec, int64_t qBlock,
   std::string maskType = llvm::formatv(
       "!attn.block_mask<q_block = {0}, kv_block = {1}>", qBlock, kvBlock);
   std::string args, results, fields, returned;
-  const char *names[] = {"kv_num_blocks", "kv_indices",
-                         "full_kv_num_blocks", "full_kv_indices",
-                         "q_num_blocks", "q_indices",
-                         "full_q_num_blocks", "full_q_indices"};
+  const char *names[] = {
+      "kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices",
+      "q_num_blocks",  "q_indices",  "full_q_num_blocks",  "full_q_indices"};
   for (auto [i, name] : llvm::enumerate(names)) {
     // kv-side lists are [B, H, QB(, KB)], q-side ones [B, H, KB(, QB)].
     bool kvSide = i < 4, indices = i % 2 == 1;
@@ -424,8 +427,8 @@ mlir::attn::blockMaskSource(const VariantSpec &spec, int64_t qBlock,
 }
 )",
                        args, captures, results, spec.batch, spec.queryHeads,
-                       spec.queryLen, spec.kvLen, maskType, kMaskArgs,
-                       maskBody, fields, returned)
+                       spec.queryLen, spec.kvLen, maskType, kMaskArgs, maskBody,
+                       fields, returned)
       .str();
 }
 

@@ -9,6 +9,7 @@
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -68,6 +69,20 @@ struct DeriveBlockMasksPass
                                             qLen, kvLen);
     IRMapping mapping;
     op.getMaskMod().cloneInto(&create.getMaskMod(), mapping);
+    if (op.getCausal()) {
+      // Causal too: blocks wholly above the diagonal are not listed.
+      Block &region = create.getMaskMod().front();
+      auto yield = cast<YieldOp>(region.getTerminator());
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(yield);
+      Value below =
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::uge,
+                                region.getArgument(2), region.getArgument(3));
+      Value keep =
+          arith::AndIOp::create(rewriter, loc, yield.getOperand(0), below);
+      rewriter.modifyOpInPlace(yield,
+                               [&] { yield.getValuesMutable().assign(keep); });
+    }
     rewriter.modifyOpInPlace(
         op, [&] { op.getBlockMaskMutable().assign(create.getResult()); });
   }

@@ -13,8 +13,8 @@
 #include "AttnDialect/Transforms/RegionInliner.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
-#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::attn {
@@ -295,8 +295,8 @@ void ListBuilder::compactOnDevice(Side side, Value workspace,
   constexpr int64_t kWarps = kThreads / 32;
   Value one = c(1), zero = c(0);
   auto launch = gpu::LaunchOp::create(
-      b, loc, arith::CeilDivUIOp::create(b, loc, lines(side), c(kWarps)),
-      heads, batch, c(kThreads), one, one);
+      b, loc, arith::CeilDivUIOp::create(b, loc, lines(side), c(kWarps)), heads,
+      batch, c(kThreads), one, one);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&launch.getBody().front());
   Value tid = launch.getThreadIds().x;
@@ -306,10 +306,10 @@ void ListBuilder::compactOnDevice(Side side, Value workspace,
   Value bh = add(mul(launch.getBlockIds().z, heads), launch.getBlockIds().y);
   Value length = lineLength(side);
   // The same for every lane of a warp: the ballots below see all 32.
-  auto inside = scf::IfOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, line,
-                            lines(side)));
+  auto inside =
+      scf::IfOp::create(b, loc,
+                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                              line, lines(side)));
   b.setInsertionPointToStart(inside.thenBlock());
   Value lineAt = add(mul(bh, lines(side)), line);
   auto i32Const = [&](int64_t v) {
@@ -364,12 +364,12 @@ void ListBuilder::compactOnDevice(Side side, Value workspace,
       {
         OpBuilder::InsertionGuard branch(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
-        Value position = add(
-            count, popCount(arith::AndIOp::create(b, loc, ballot, below)));
+        Value position =
+            add(count, popCount(arith::AndIOp::create(b, loc, ballot, below)));
         memref::StoreOp::create(
             b, loc, asI32(block), workspace,
-            ValueRange{add(at.indices[list], add(mul(lineAt, length),
-                                                  position))});
+            ValueRange{
+                add(at.indices[list], add(mul(lineAt, length), position))});
       }
       counts.push_back(add(count, popCount(ballot)));
     }
@@ -380,8 +380,7 @@ void ListBuilder::compactOnDevice(Side side, Value workspace,
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero));
   b.setInsertionPointToStart(first.thenBlock());
   for (int64_t list : {0, 1})
-    memref::StoreOp::create(b, loc, asI32(chunkLoop.getResult(list)),
-                            workspace,
+    memref::StoreOp::create(b, loc, asI32(chunkLoop.getResult(list)), workspace,
                             ValueRange{add(at.counts[list], lineAt)});
   b.setInsertionPointAfter(inside);
   gpu::TerminatorOp::create(b, loc);
@@ -541,23 +540,11 @@ struct LowerBlockMasksPass
       auto make = field.getBlockMask().getDefiningOp<MakeBlockMaskOp>();
       if (!make)
         return;
-      Value list;
-      switch (field.getField()) {
-      case BlockMaskField::kv_num_blocks:
-        list = make.getKvNumBlocks();
-        break;
-      case BlockMaskField::kv_indices:
-        list = make.getKvIndices();
-        break;
-      case BlockMaskField::full_kv_num_blocks:
-        list = make.getFullKvNumBlocks();
-        break;
-      case BlockMaskField::full_kv_indices:
-        list = make.getFullKvIndices();
-        break;
-      default: // the q side: not given
-        return;
-      }
+      Value given[] = {make.getKvNumBlocks(), make.getKvIndices(),
+                       make.getFullKvNumBlocks(), make.getFullKvIndices()};
+      auto index = static_cast<int64_t>(field.getField());
+      // The q side (4 to 7) was not given.
+      Value list = index < 4 ? given[index] : Value();
       if (!list)
         return;
       rewriter.setInsertionPoint(field);

@@ -551,9 +551,8 @@ NB_MODULE(_compiler, m) {
               ("attn: " + llvm::toString(text.takeError())).c_str());
         return *text;
       },
-      nb::arg("mask"), nb::arg("batch"), nb::arg("heads"),
-      nb::arg("query_len"), nb::arg("kv_len"), nb::arg("q_block"),
-      nb::arg("kv_block"));
+      nb::arg("mask"), nb::arg("batch"), nb::arg("heads"), nb::arg("query_len"),
+      nb::arg("kv_len"), nb::arg("q_block"), nb::arg("kv_block"));
   m.def(
       "softmax_source",
       [](const std::string &dtype) {

@@ -282,10 +282,19 @@ def test_block_mask_from_lists_is_checked():
         attn.BlockMask(counts, indices, q_block=16, kv_block=16, q_len=40)
     with pytest.raises(ValueError, match="both full_kv"):
         attn.BlockMask(counts, indices, counts)
+    with pytest.raises(ValueError, match="listed twice"):
+        attn.BlockMask(counts, indices, counts, indices)
+    with pytest.raises(ValueError, match=r"\(1, 1, 2, 2\) for the indices"):
+        attn.BlockMask(counts, indices, np.zeros((2, 1, 2), np.int32),
+                       np.zeros((2, 1, 2, 2), np.int32))
+    with pytest.raises(ValueError, match="q_len must be a non-negative int"):
+        attn.BlockMask(counts, indices, q_block=16, kv_block=16, q_len=20.5)
     with pytest.raises(ValueError, match="needs a mask"):
         attn.create_block_mask(None, 10, 10)
     with pytest.raises(ValueError, match="power of two"):
         attn.create_block_mask("prefix:0", 10, 10, q_block=48)
+    with pytest.raises(ValueError, match="a given block mask needs a mask"):
+        attn.attention(given_block_mask=32)
 
 
 @pytest.mark.parametrize("mask", MASKS)

@@ -179,3 +179,43 @@ func.func @q_side(%n: index) -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
       : !attn.block_mask<q_block = 128, kv_block = 64> -> tensor<?x?x?x?xi32>
   return %num, %idx : tensor<?x?x?xi32>, tensor<?x?x?x?xi32>
 }
+
+// -----
+
+// The kv-side fields of an attn.make_block_mask are the lists it was given.
+// CPU-LABEL: func.func @given
+// CPU-SAME:    %[[NUM:[^:]*]]: tensor<1x1x?xi32>, %[[IDX:[^:]*]]: tensor<1x1x?x?xi32>
+// CPU:         %[[CAST:.*]] = tensor.cast %[[IDX]] : tensor<1x1x?x?xi32> to tensor<?x?x?x?xi32>
+// CPU:         return %[[CAST]]
+func.func @given(%num: tensor<1x1x?xi32>, %idx: tensor<1x1x?x?xi32>) -> tensor<?x?x?x?xi32> {
+  %bm = attn.make_block_mask kv(%num, %idx : tensor<1x1x?xi32>, tensor<1x1x?x?xi32>)
+      : !attn.block_mask<q_block = 128, kv_block = 128>
+  %i = attn.block_mask_field kv_indices of %bm : !attn.block_mask<q_block = 128, kv_block = 128> -> tensor<?x?x?x?xi32>
+  return %i : tensor<?x?x?x?xi32>
+}
+
+// -----
+
+// Of a causal op, the derived block mask keeps kv <= q as well: blocks
+// above the diagonal are not listed.
+// DERIVE-LABEL: func.func @causal_prefix
+// DERIVE:       attn.create_block_mask
+// DERIVE:       ^bb0(%{{.*}}: index, %{{.*}}: index, %[[Q:.*]]: index, %[[KV:.*]]: index):
+// DERIVE:         %[[PREFIX:.*]] = arith.cmpi ule, %[[KV]], %{{.*}} : index
+// DERIVE:         %[[BELOW:.*]] = arith.cmpi uge, %[[Q]], %[[KV]] : index
+// DERIVE:         %[[KEEP:.*]] = arith.andi %[[PREFIX]], %[[BELOW]] : i1
+// DERIVE:         attn.yield %[[KEEP]] : i1
+// DERIVE:       attn.attention {{.*}} block_mask
+func.func @causal_prefix(%q: tensor<?x2x?x32xf32>, %k: tensor<?x2x?x32xf32>,
+                         %v: tensor<?x2x?x32xf32>, %o: tensor<?x2x?x32xf32>)
+    -> tensor<?x2x?x32xf32> {
+  %r = attn.attention ins(%q, %k, %v : tensor<?x2x?x32xf32>, tensor<?x2x?x32xf32>, tensor<?x2x?x32xf32>)
+      outs(%o : tensor<?x2x?x32xf32>) {causal}
+      mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %c8 = arith.constant 8 : index
+        %keep = arith.cmpi ule, %kv, %c8 : index
+        attn.yield %keep : i1
+      } -> tensor<?x2x?x32xf32>
+  return %r : tensor<?x2x?x32xf32>
+}

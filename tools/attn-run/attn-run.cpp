@@ -191,8 +191,9 @@ static cl::opt<bool> json("json", cl::desc("one JSON line on stdout"),
                           cl::cat(category));
 static cl::opt<bool> showBlockMask(
     "show-block-mask",
-    cl::desc("print each case's block pattern (batch 0, head 0): the "
-             "blocks of the op's block mask, or of 128 x 128 blocks"),
+    cl::desc("print each case's block pattern (batch 0, head 0): which "
+             "blocks (of the op's block mask's sizes, else 128 x 128) hold "
+             "positions the op keeps"),
     cl::cat(category));
 
 namespace {
@@ -710,8 +711,10 @@ int runAttention(ModuleOp module) {
                  << llvm::formatv(", compiled once in {0:f1} ms", compileMs)
                  << "\n";
 
-  // Density counts the blocks of the op's block mask, or those of the
-  // block mask the pipeline derives from a mask_mod (128 x 128).
+  // Density: the fraction of blocks holding a position the op keeps (its
+  // mask_mod and causal together), in the block sizes of the op's block
+  // mask, else of the one the pipeline derives (128 x 128), which lists
+  // exactly those blocks.
   std::pair<int64_t, int64_t> blockSizes = {128, 128};
   if (Value blockMask = op.getBlockMask()) {
     auto type = cast<attn::BlockMaskType>(blockMask.getType());
@@ -824,9 +827,8 @@ int runAttention(ModuleOp module) {
       for (int64_t i = 0; i < m; ++i)
         pairs += op.getCausal() ? std::min<int64_t>(n, i + 1) : n;
       ref.visiblePairs = pairs * b * hq;
-      ref.blocks =
-          BlockPattern::ofCausal(b, hq, m, n, blockSizes.first,
-                                 blockSizes.second, op.getCausal());
+      ref.blocks = BlockPattern::ofCausal(b, hq, m, n, blockSizes.first,
+                                          blockSizes.second, op.getCausal());
     }
     double density = ref.blocks.density();
     // Useful FLOPs: two per multiply-add of Q.K^T and P.V on the

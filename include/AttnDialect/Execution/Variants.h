@@ -29,13 +29,13 @@ struct VariantSpec {
   /// The scale of Q.K^T; 0: the op's default, 1/sqrt(D).
   double scale = 0;
   /// Static sizes; -1 (the default) leaves a size dynamic.
-  int64_t batch = -1, queryHeads = -1, kvHeads = -1, queryLen = -1,
-          kvLen = -1;
-  /// The block size of a block mask given as lists: four i32 arguments
-  /// after the captures (kv_num_blocks [B, H, QB], kv_indices [B, H, QB,
-  /// KB], full_kv_num_blocks, full_kv_indices), FlexAttention's BlockMask
-  /// fields, which the attention honours as given. 0: none (the pipeline
-  /// derives one from the mask).
+  int64_t batch = -1, queryHeads = -1, kvHeads = -1, queryLen = -1, kvLen = -1;
+  /// The block size of a block mask given as lists, for a variant with a
+  /// mask: the last four arguments, i32 kv_num_blocks [1, 1, QB],
+  /// kv_indices [1, 1, QB, KB], full_kv_num_blocks and full_kv_indices
+  /// (FlexAttention's BlockMask fields, one mask for every batch and head),
+  /// which the attention honours as given. 0: none (the pipeline derives
+  /// one from the mask).
   int64_t givenBlockMask = 0;
   /// Marks captures that attn-run fills in a particular way (jagged's
   /// sequence starts) with `attn.fill`; attn-run removes it before compiling.

@@ -271,18 +271,20 @@ def DeriveBlockMasks : Pass<"attn-derive-block-masks"> {
     FlexAttention asks users to build a block mask from their mask_mod; here
     the pipeline does it. Every untiled `attn.attention` with a `mask_mod`
     and no `block_mask` gets an `attn.create_block_mask` of the same
-    mask_mod over its (B, Hq, M, N), with blocks of `q-block` x `kv-block`.
-    When the mask_mod does not read its batch (or head) argument, the mask
-    is built once for every batch (head): B (H) is 1. An explicit block
-    mask is left as given.
+    mask_mod over its (B, Hq, M, N), with blocks of `q-block` x `kv-block`;
+    of a causal op, the mask_mod and kv <= q, so that blocks above the
+    diagonal are not listed. When the mask_mod does not read its batch (or
+    head) argument, the mask is built once for every batch (head): B (H)
+    is 1. An explicit block mask is left as given.
   }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
   let options = [
     Option<"qBlock", "q-block", "int64_t", /*default=*/"128",
            "query rows per block (a power of two, 16 to 1024)">,
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"128",
            "keys per block (a power of two, 16 to 1024)">
   ];
-  let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
 def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {

@@ -34,8 +34,7 @@ bool mma::keepsQueryInRegisters(const MmaTiles &tiles, const MmaShape &shape) {
 }
 
 std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape,
-                                         const MmaTiles &given,
-                                         int64_t warps,
+                                         const MmaTiles &given, int64_t warps,
                                          int64_t sharedMemoryPerBlock) {
   // Larger tiles first, in the shapes of FlashAttention-2: 128-row blocks
   // of 4 warps, each with two bands of 16 rows that share every K and V
@@ -58,8 +57,7 @@ std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape,
   ArrayRef<MmaTiles> candidates = ArrayRef(wide);
   if (widest > 32 && widest <= 64 && !shape.regions)
     candidates = narrow;
-  else if (widest > 64 && widest <= 128 &&
-           (!shape.regions || shape.lightMask))
+  else if (widest > 64 && widest <= 128 && (!shape.regions || shape.lightMask))
     candidates = wideDense;
   if (widest > 128)
     candidates = candidates.drop_front();

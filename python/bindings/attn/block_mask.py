@@ -10,17 +10,18 @@ _FIELDS = ("kv_num_blocks", "kv_indices", "full_kv_num_blocks",
 EMPTY, PARTIAL, FULL = 0, 1, 2
 
 
-def _lists(name, counts, indices, lines, length):
-    """Checked int32 copies of one (counts, indices) pair of [B, H, lines]
-    and [B, H, lines, length] arrays."""
+def _lists(name, counts, indices, shape=None):
+    """Checked int32 copies of one (counts, indices) pair of [B, H, L] and
+    [B, H, L, K] arrays ([B, H, L, K] = `shape` when given)."""
     counts, indices = np.asarray(counts), np.asarray(indices)
     if counts.ndim != 3 or indices.ndim != 4 or \
             counts.shape != indices.shape[:3] or \
-            (lines is not None and counts.shape[2] != lines) or \
-            (length is not None and indices.shape[3] != length):
+            (shape is not None and indices.shape != shape):
+        want = "" if shape is None else f" ({shape} for the indices)"
         raise ValueError(f"attn: BlockMask: {name} counts and indices must be "
                          "[B, H, L] and [B, H, L, K] arrays of the same B, H "
-                         f"and L, got {counts.shape} and {indices.shape}")
+                         f"and L{want}, got {counts.shape} and "
+                         f"{indices.shape}")
     for array in (counts, indices):
         if not np.issubdtype(array.dtype, np.integer):
             raise ValueError(f"attn: BlockMask: {name} lists must be "
@@ -34,6 +35,17 @@ def _lists(name, counts, indices, lines, length):
         raise ValueError(f"attn: BlockMask: {name} indices must be in "
                          f"[0, {k})")
     return counts.astype(np.int32), indices.astype(np.int32)
+
+
+def _listings(pairs):
+    """How many times each block of [B, H, L, K] is listed by the (counts,
+    indices) pairs of one side."""
+    times = np.zeros(pairs[0][1].shape, np.int64)
+    for counts, indices in pairs:
+        listed = np.arange(indices.shape[3]) < counts[..., None]
+        b, h, line, i = np.nonzero(listed)
+        np.add.at(times, (b, h, line, indices[b, h, line, i]), 1)
+    return times
 
 
 class BlockMask:
@@ -54,8 +66,8 @@ class BlockMask:
                 raise ValueError(f"attn: BlockMask: {name} must be a positive "
                                  f"int, got {size!r}")
         self.q_block, self.kv_block = q_block, kv_block
-        self.kv_num_blocks, self.kv_indices = _lists(
-            "kv", kv_num_blocks, kv_indices, None, None)
+        self.kv_num_blocks, self.kv_indices = _lists("kv", kv_num_blocks,
+                                                     kv_indices)
         batch, heads, q_blocks, kv_blocks = self.kv_indices.shape
         if (full_kv_num_blocks is None) != (full_kv_indices is None):
             raise ValueError("attn: BlockMask: give both full_kv lists or "
@@ -63,8 +75,8 @@ class BlockMask:
         self.full_kv_num_blocks = self.full_kv_indices = None
         if full_kv_num_blocks is not None:
             self.full_kv_num_blocks, self.full_kv_indices = _lists(
-                "full_kv", full_kv_num_blocks, full_kv_indices, q_blocks,
-                kv_blocks)
+                "full_kv", full_kv_num_blocks, full_kv_indices,
+                self.kv_indices.shape)
         self.q_num_blocks = self.q_indices = None
         self.full_q_num_blocks = self.full_q_indices = None
         q_side = (q_num_blocks, q_indices, full_q_num_blocks, full_q_indices)
@@ -72,11 +84,15 @@ class BlockMask:
             if any(x is None for x in q_side):
                 raise ValueError("attn: BlockMask: give all four q-side "
                                  "lists or none")
+            transposed = (batch, heads, kv_blocks, q_blocks)
             self.q_num_blocks, self.q_indices = _lists(
-                "q", q_num_blocks, q_indices, kv_blocks, q_blocks)
+                "q", q_num_blocks, q_indices, transposed)
             self.full_q_num_blocks, self.full_q_indices = _lists(
-                "full_q", full_q_num_blocks, full_q_indices, kv_blocks,
-                q_blocks)
+                "full_q", full_q_num_blocks, full_q_indices, transposed)
+        for name, size in (("q_len", q_len), ("kv_len", kv_len)):
+            if size is not None and (not isinstance(size, int) or size < 0):
+                raise ValueError(f"attn: BlockMask: {name} must be a "
+                                 f"non-negative int, got {size!r}")
         self.q_len = q_blocks * q_block if q_len is None else q_len
         self.kv_len = kv_blocks * kv_block if kv_len is None else kv_len
         if -(-self.q_len // q_block) != q_blocks or \
@@ -87,6 +103,22 @@ class BlockMask:
                 f"{-(-self.kv_len // kv_block)} blocks, the lists have "
                 f"{q_blocks} x {kv_blocks}")
         self._batch, self._heads = batch, heads
+        # A block is listed once at most on each side, and the q side is
+        # the kv side's transpose.
+        kv_pairs = [(self.kv_num_blocks, self.kv_indices)]
+        if self.full_kv_num_blocks is not None:
+            kv_pairs.append((self.full_kv_num_blocks, self.full_kv_indices))
+        listed = _listings(kv_pairs)
+        if listed.max(initial=0) > 1:
+            raise ValueError("attn: BlockMask: a kv-block is listed twice "
+                             "for one q-block")
+        if self.q_num_blocks is not None:
+            q_listed = _listings([(self.q_num_blocks, self.q_indices),
+                                  (self.full_q_num_blocks,
+                                   self.full_q_indices)])
+            if not np.array_equal(q_listed, listed.transpose(0, 1, 3, 2)):
+                raise ValueError("attn: BlockMask: the q-side lists are not "
+                                 "the kv-side lists transposed")
 
     def kv_lists(self):
         """(kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices):

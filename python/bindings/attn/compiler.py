@@ -70,13 +70,15 @@ def attention(dtype="f32", head_dim=64, value_dim=None, causal=False,
       'checkerboard'      s / 2 where |q - kv| is odd, s where it is even
     Callables are not accepted yet.
 
-    `given_block_mask`, a block size (a power of two from 16 to 1024), makes
-    the function take a block mask of square blocks of that size as four
-    int32 arguments after the captures: FlexAttention's kv_num_blocks,
-    kv_indices, full_kv_num_blocks and full_kv_indices (BlockMask.kv_lists()
-    of attn.create_block_mask, say). The kernel visits only the listed
-    blocks, applying the mask on partial ones. Without it, the pipeline
-    derives a block mask from `mask`.
+    `given_block_mask`, a block size (a power of two from 16 to 1024; needs
+    a `mask`), makes the function take a block mask of square blocks of
+    that size as its last four arguments: FlexAttention's kv_num_blocks
+    [1, 1, QB], kv_indices [1, 1, QB, KB], full_kv_num_blocks and
+    full_kv_indices, int32, one mask for every batch and head
+    (BlockMask.kv_lists() of attn.create_block_mask with the same block
+    sizes, say). The kernel visits only the listed blocks, applying the
+    mask on partial ones. Without it, the pipeline derives a block mask
+    from `mask`.
     """
     dtype = _check_dtype(dtype)
     head_dim = _check_head_dim("head_dim", head_dim)
