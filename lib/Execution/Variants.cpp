@@ -28,6 +28,17 @@ const char *kMaskArgs = "^bb0(%b: index, %h: index, %q: index, %kv: index):";
 const char *kScoreArgs =
     "^bb0(%s: f32, %b: index, %h: index, %q: index, %kv: index):";
 
+/// Block sizes are powers of two from 16 to 1024, as !attn.block_mask's.
+llvm::Error checkBlockSize(int64_t block) {
+  if (block >= 16 && block <= 1024 && (block & (block - 1)) == 0)
+    return llvm::Error::success();
+  return llvm::createStringError(
+      llvm::formatv("block sizes must be powers of two from 16 to 1024, not "
+                    "{0}",
+                    block)
+          .str());
+}
+
 /// The mask_mod body of `spec.mask` (empty for none) and the captured
 /// arguments it reads, appended to `captures`.
 llvm::Error maskRegion(const VariantSpec &spec, std::string &captures,
@@ -295,12 +306,8 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
   std::string blockMask, blockMaskUse;
   if (spec.givenBlockMask) {
     int64_t block = spec.givenBlockMask;
-    if (block < 16 || block > 1024 || (block & (block - 1)) != 0)
-      return llvm::createStringError(
-          llvm::formatv("a given block mask's block size must be a power of "
-                        "two from 16 to 1024, not {0}",
-                        block)
-              .str());
+    if (llvm::Error error = checkBlockSize(block))
+      return std::move(error);
     if (maskBody.empty())
       return llvm::createStringError("a given block mask needs a mask");
     std::string maskType =
@@ -379,12 +386,8 @@ llvm::Expected<std::string> mlir::attn::blockMaskSource(const VariantSpec &spec,
                         size.size)
               .str());
   for (int64_t block : {qBlock, kvBlock})
-    if (block < 16 || block > 1024 || (block & (block - 1)) != 0)
-      return llvm::createStringError(
-          llvm::formatv("block sizes must be powers of two from 16 to 1024, "
-                        "not {0}",
-                        block)
-              .str());
+    if (llvm::Error error = checkBlockSize(block))
+      return std::move(error);
   std::string captures, maskBody;
   if (llvm::Error error = maskRegion(spec, captures, maskBody))
     return std::move(error);
