@@ -38,7 +38,8 @@ public:
   /// current. False with `error` when there is no driver or no GPU.
   bool open(std::string &error);
 
-  /// "sm_90" for the current device.
+  /// The chip to compile for the current device: "sm_80", or "sm_90a" on
+  /// Hopper, whose wgmma only the architecture-specific target has.
   std::string chip() const { return chip_; }
   /// The current device's streaming multiprocessors.
   int64_t smCount() const { return smCount_; }

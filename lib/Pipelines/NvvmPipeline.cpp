@@ -63,6 +63,7 @@ void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
     mma.stages = options.pipeline.stages;
     mma.sharedMemoryPerBlock = options.target.sharedMemoryPerBlock;
     mma.boundsChecks = options.pipeline.boundsChecks;
+    mma.warpgroupMma = options.target.hasWarpgroupMma();
     pm.addPass(createAttentionToMma(mma));
   }
   // q-tile and kv-tile 0: the tile pass chooses per op what fits.

@@ -116,6 +116,9 @@ bool CudaDriver::open(std::string &error) {
       !check(api->cuCtxSetCurrent(context), "cuCtxSetCurrent", error))
     return false;
   chip_ = "sm_" + std::to_string(major * 10 + minor);
+  // Hopper's wgmma is an architecture-specific feature: compile for it.
+  if (major == 9 && minor == 0)
+    chip_ += "a";
   return true;
 }
 

@@ -2,10 +2,11 @@
 # Compiles the GPU correctness and benchmark sets into kernel bundles (PTX +
 # bundle.json) under gpu-bundles/ (ignored by git), with build/bin/attn-opt
 # and attn-run. Copy gpu-bundles/ into the GPU machine's checkout.
-# Usage: scripts/gpu/make-bundles.sh [chip]   (default sm_90)
+# Usage: scripts/gpu/make-bundles.sh [chip]   (default sm_90a: the H100 with
+# wgmma; sm_90 gives the mma.sync kernels)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-chip=${1:-sm_90}
+chip=${1:-sm_90a}
 out=gpu-bundles
 rm -rf "$out" && mkdir -p "$out"
 make_bundle() { # name, attn-run variant flags... ($options: more pipeline options)
@@ -41,6 +42,11 @@ for dtype in f16 bf16; do
     make_bundle "bench-$dtype-d$d-causal" --dtype=$dtype --head-dim=$d --causal
   done
 done
+# The same on mma.sync (sm_90), to compare with wgmma.
+for mask in full causal; do
+  chip=sm_90 make_bundle "bench-bf16-d128-$mask-mma-sync" --dtype=bf16 --head-dim=128 \
+    $([ $mask = causal ] && echo --causal)
+done
 # Masks next to FlexAttention (bf16, D=128).
 make_bundle bench-bf16-d128-window1024 --dtype=bf16 --head-dim=128 --mask=sliding-window:1024
 make_bundle bench-bf16-d128-document512 --dtype=bf16 --head-dim=128 --mask=document
@@ -74,11 +80,13 @@ for n in 2048 8192; do
 done
 (IFS=,; echo "[${manifest[*]}]") > "$out/block-masks.json"
 # Tiles of the masked kernels, timed apart from the build: one 16-row band
-# per warp (8 warps, kv-tile 64), two bands (4 warps) with kv-tiles of 32
-# and 16, and 64-row blocks of 4 warps.
+# per warp (8 warps, kv-tile 64; wgmma on sm_90a), two bands (4 warps,
+# mma.sync) with kv-tiles of 32 and 16, 64-row blocks of 4 warps, and
+# wgmma's 128 x 128 tiles.
 for mask in window1024:sliding-window:1024 document512:document; do
   for tiles in "band1:warps=8 q-tile=128 kv-tile=64" "kv32:warps=4 q-tile=128 kv-tile=32" \
-               "kv16:warps=4 q-tile=128 kv-tile=16" "q64:warps=4 q-tile=64 kv-tile=64"; do
+               "kv16:warps=4 q-tile=128 kv-tile=16" "q64:warps=4 q-tile=64 kv-tile=64" \
+               "kv128:q-tile=128 kv-tile=128"; do
     options="${tiles#*:}" make_bundle "bench-bf16-d128-${mask%%:*}-given-${tiles%%:*}" \
       --dtype=bf16 --head-dim=128 --mask=${mask#*:} --given-block-mask=128
   done

@@ -4,6 +4,7 @@
 // RUN: attn-opt %s --split-input-file --attn-attention-to-mma="stages=1 warps=8" | FileCheck %s --check-prefix=STAGES
 // RUN: not attn-opt %s --attn-attention-to-mma="q-tile=64 warps=8" 2>&1 | FileCheck %s --check-prefix=WARPS
 // RUN: not attn-opt %s --attn-attention-to-mma="stages=3" 2>&1 | FileCheck %s --check-prefix=WARPS3
+// RUN: attn-opt %s --split-input-file --attn-attention-to-mma="wgmma=true" | FileCheck %s --check-prefix=WGMMA
 
 // bf16, D = 64, causal, with the logsumexp: one launch over (q-blocks,
 // heads, batches), its tiles recorded on it.
@@ -74,6 +75,45 @@
 // STAGES: scf.if
 // STAGES: nvgpu.device_async_copy {{.*}} to memref<1x64x72xbf16, #gpu.address_space<workgroup>>
 // STAGES: } {attn.mma_tiles = {bands = 2 : i64, kv_tile = 64 : i64, q_tile = 256 : i64, shared_bytes = 55296 : i64, stages = 1 : i64, warps = 8 : i64}}
+// With wgmma (sm_90a): two warpgroups of 64 rows, Q, K and V in the
+// 128-byte swizzle layout from a 1024-byte-aligned base, S = Q K^T from
+// two shared-memory descriptors, O += P V with P from registers and V
+// MN-major (transposed). Step 0 is peeled; step j issues S_j, then
+// O += P_j-1 V_j-1, waits for S_j alone (wait 1), runs the softmax and
+// then waits for O; the last P V follows the loop. Each wait returns the
+// accumulators it waited for.
+// WGMMA-LABEL: func.func @causal_bf16
+// WGMMA: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256{{.*}}) dynamic_shared_memory_size %c84992_i32
+// WGMMA: memref.extract_aligned_pointer_as_index
+// WGMMA: memref.view {{.*}} to memref<1x128x64xbf16, #gpu.address_space<workgroup>>
+// WGMMA: memref.view {{.*}} to memref<128x72xbf16, #gpu.address_space<workgroup>>
+// WGMMA: memref.view {{.*}} to memref<2x1x128x64xbf16, #gpu.address_space<workgroup>>
+// WGMMA: arith.xori
+// WGMMA: nvgpu.device_async_copy {{.*}} to memref<1x128x64xbf16, #gpu.address_space<workgroup>>
+// WGMMA: scf.if
+// WGMMA: nvvm.cp.async.wait.group 0
+// WGMMA-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// WGMMA-NEXT: gpu.barrier
+// WGMMA: nvvm.wgmma.fence.aligned
+// WGMMA: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, $128, $129, p, 1, 1, 0, 0;
+// WGMMA: nvvm.wgmma.commit.group.sync.aligned
+// WGMMA-NEXT: llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;"
+// WGMMA: scf.for
+// WGMMA: gpu.barrier
+// WGMMA: llvm.inline_asm has_side_effects {{.*}}m64n128k16.f32.bf16.bf16 {{.*}}, $128, $129, p, 1, 1, 0, 0;
+// WGMMA: nvvm.wgmma.commit.group.sync.aligned
+// WGMMA-NEXT: nvvm.wgmma.fence.aligned
+// WGMMA: llvm.inline_asm has_side_effects {{.*}}m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
+// WGMMA: nvvm.wgmma.commit.group.sync.aligned
+// WGMMA-NEXT: llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 1;"
+// WGMMA: math.exp2
+// WGMMA: llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;"
+// WGMMA: scf.yield
+// WGMMA: scf.if
+// WGMMA: llvm.inline_asm has_side_effects {{.*}}m64n64k16.f32.bf16.bf16
+// WGMMA: nvvm.wgmma.commit.group.sync.aligned
+// WGMMA-NEXT: llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;"
+// WGMMA: } {attn.mma_tiles = {bands = 1 : i64, kv_tile = 128 : i64, q_tile = 128 : i64, shared_bytes = 84992 : i64, stages = 2 : i64, warps = 8 : i64}, attn.wgmma}
 func.func @causal_bf16(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
                        %v: tensor<?x2x?x64xbf16>, %o: tensor<?x8x?x64xbf16>,
                        %lse: tensor<?x8x?xf32>)
@@ -137,3 +177,18 @@ func.func @not_served(%q: tensor<1x1x?x64xf32>, %o: tensor<1x1x?x64xf32>,
 // WARPS: attn-attention-to-mma: warps must be up to 32, with q-tile given one or two 16-row bands each, and stages 1 or 2 (0: chosen), got 8 warps for q-tile 64 and 0 stages
 // WARPS3: got 0 warps for q-tile 0 and 3 stages
 // TILE: attn-attention-to-mma: q-tile must be a multiple of 16 up to 512 (of 32 with bands=2), kv-tile a multiple of 16 up to 256 and bands 1 or 2 (0: chosen), got 24, 0 and 0
+
+// -----
+
+// Head dims other than 64 and 128 stay on mma.sync under wgmma=true.
+// WGMMA-LABEL: func.func @narrow_head_dim
+// WGMMA: nvvm.mma.sync
+// WGMMA-NOT: attn.wgmma
+// WGMMA: } {attn.mma_tiles = {{.*}}}
+func.func @narrow_head_dim(%q: tensor<1x2x?x32xbf16>, %k: tensor<1x2x?x32xbf16>,
+                           %v: tensor<1x2x?x32xbf16>, %o: tensor<1x2x?x32xbf16>)
+    -> tensor<1x2x?x32xbf16> {
+  %r = attn.attention ins(%q, %k, %v : tensor<1x2x?x32xbf16>, tensor<1x2x?x32xbf16>, tensor<1x2x?x32xbf16>)
+       outs(%o : tensor<1x2x?x32xbf16>) -> tensor<1x2x?x32xbf16>
+  return %r : tensor<1x2x?x32xbf16>
+}

@@ -147,6 +147,15 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
       in shared memory and stores them in 16-byte vectors; the logsumexp
       output, when present, is natural-log.
 
+    With `wgmma` (set by attn-lower-to-nvvm for sm_90a), ops with head
+    dims 64 and 128 run both contractions on Hopper's `wgmma.mma_async`
+    instead: two warpgroups of 64 rows per block, Q, K and V in shared
+    memory in the 128-byte swizzle layout, S from two shared-memory
+    descriptors, P V with P from registers, and the softmax of S_j
+    overlapping the P_j-1 V_j-1 wgmma (FlashAttention-3's intra-warpgroup
+    pipelining); the launch carries `attn.wgmma`. Tiles given for
+    mma.sync that wgmma cannot take (4 warps of 128 rows) keep mma.sync.
+
     Tiles (q-tile, kv-tile, bands, warps) of 0 are chosen per head dim so
     that a block's registers do not spill and its shared memory fits
     `shared-memory-per-block`; the choice is recorded on the launch as
@@ -175,7 +184,10 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
            "it from the chip)">,
     Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"false",
            "guard the regions' reads of captured tensors and their integer "
-           "divisions; a violation prints what and where and traps">
+           "divisions; a violation prints what and where and traps">,
+    Option<"warpgroupMma", "wgmma", "bool", /*default=*/"false",
+           "compute head dims of 64 and 128 with sm_90a wgmma instead of "
+           "mma.sync (attn-lower-to-nvvm sets it for sm_90a)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MmaKernel.h"
+#include "WarpgroupMma.h"
 
 #include "AttnDialect/Conversion/Passes.h"
 #include "AttnDialect/Transforms/FlashLoop.h"
@@ -105,8 +106,16 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     lists = *read;
   }
   MmaTiles given{qTile, kvTile, bands, stages};
+  given.warpgroup =
+      warpgroupMma && servesWarpgroupMma(shape) && bands.getValue() <= 1;
   std::optional<MmaTiles> tiles =
       chooseTiles(shape, given, warps, sharedMemoryPerBlock);
+  // Tiles given for mma.sync (bands of 32 rows, 64-row warpgroups cut)
+  // keep it.
+  if (!tiles && given.warpgroup) {
+    given.warpgroup = false;
+    tiles = chooseTiles(shape, given, warps, sharedMemoryPerBlock);
+  }
   // A block reads one q-block's lists and walks each listed kv-block in
   // whole kv-tiles: chosen tiles are cut to divide the blocks.
   if (tiles && lists.counts &&
@@ -195,6 +204,8 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
                                  rewriter.getI64IntegerAttr(tiles->stages)),
            rewriter.getNamedAttr("shared_bytes",
                                  rewriter.getI64IntegerAttr(bytes))}));
+  if (tiles->warpgroup)
+    launch->setAttr("attn.wgmma", rewriter.getUnitAttr());
 
   {
     OpBuilder::InsertionGuard guard(rewriter);
@@ -206,19 +217,46 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
         MemRefType::get({ShapedType::kDynamic}, rewriter.getI8Type(),
                         MemRefLayoutAttrInterface{}, workgroup));
     Type element = op.getQueryType().getElementType();
+    // wgmma reads swizzled tiles from a 1024-byte-aligned base.
+    Value base = index(0);
+    if (tiles->warpgroup) {
+      Value address = memref::ExtractAlignedPointerAsIndexOp::create(
+          rewriter, loc, rewriter.getIndexType(), shared);
+      Value alignment = index(kSwizzleAlignment);
+      Value misaligned =
+          arith::RemUIOp::create(rewriter, loc, address, alignment);
+      base = arith::RemUIOp::create(
+          rewriter, loc,
+          arith::SubIOp::create(rewriter, loc, alignment, misaligned),
+          alignment);
+    }
     auto view = [&](int64_t byteOffset, ArrayRef<int64_t> dims, Type type) {
+      Value offset =
+          arith::AddIOp::create(rewriter, loc, base, index(byteOffset));
       return memref::ViewOp::create(
           rewriter, loc,
           MemRefType::get(dims, type, MemRefLayoutAttrInterface{}, workgroup),
-          shared, index(byteOffset), ValueRange{});
+          shared, offset, ValueRange{});
     };
     int64_t pad = 16 / 2;
     int64_t outPad = 16 / shape.outputBytes;
-    int64_t keyBytes = tiles->kvTile * (shape.headDim + pad) * 2;
-    int64_t valueBytes = tiles->kvTile * (shape.valueHeadDim + pad) * 2;
     int64_t stages = tiles->stages;
-    int64_t keyOffset = bytes - stages * (keyBytes + valueBytes);
-
+    int64_t keyOffset = keyStageOffset(*tiles, shape);
+    // A row of D elements: padded, or split into swizzled 64-column tiles.
+    auto tileDims = [&](ArrayRef<int64_t> lead, int64_t rows, int64_t width) {
+      SmallVector<int64_t> dims(lead);
+      if (tiles->warpgroup)
+        dims.append({width / kSwizzleColumns, rows, kSwizzleColumns});
+      else
+        dims.append({rows, width + pad});
+      return dims;
+    };
+    auto bytesOf = [](ArrayRef<int64_t> dims) {
+      return 2 * std::accumulate(dims.begin(), dims.end(), int64_t(1),
+                                 std::multiplies<int64_t>());
+    };
+    SmallVector<int64_t> keyDims = tileDims({}, tiles->kvTile, shape.headDim);
+    int64_t keyBytes = bytesOf(keyDims);
     MmaKernel kernel{rewriter, loc, op, *tiles,
                      RegionInliner(op, boundsChecks ? RegionChecks::DeviceTrap
                                                     : RegionChecks::None)};
@@ -228,14 +266,15 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     kernel.output = output;
     kernel.lse = lse;
     kernel.lists = lists;
-    kernel.queryStage = view(0, {tiles->qTile, shape.headDim + pad}, element);
+    kernel.queryStage =
+        view(0, tileDims({}, tiles->qTile, shape.headDim), element);
     kernel.outputStage =
         view(0, {tiles->qTile, shape.valueHeadDim + outPad}, outElement);
-    kernel.keyStage =
-        view(keyOffset, {stages, tiles->kvTile, shape.headDim + pad}, element);
+    kernel.keyStage = view(
+        keyOffset, tileDims({stages}, tiles->kvTile, shape.headDim), element);
     kernel.valueStage =
         view(keyOffset + stages * keyBytes,
-             {stages, tiles->kvTile, shape.valueHeadDim + pad}, element);
+             tileDims({stages}, tiles->kvTile, shape.valueHeadDim), element);
     kernel.blockX = launch.getBlockIds().x;
     kernel.gridX = launch.getGridSize().x;
     kernel.head = launch.getBlockIds().y;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MmaKernel.h"
+#include "WarpgroupMma.h"
 
 #include "AttnDialect/Utils/ArithUtils.h"
 
@@ -102,6 +103,12 @@ private:
   /// for the whole block.
   void waitGroups(int32_t pending) {
     NVVM::CpAsyncWaitGroupOp::create(b, loc, pending);
+    // wgmma reads shared memory through the async proxy.
+    if (k.tiles.warpgroup)
+      NVVM::FenceProxyOp::create(
+          b, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(b.getContext(),
+                                     NVVM::SharedSpace::shared_cta));
     gpu::BarrierOp::create(b, loc);
   }
 
@@ -138,14 +145,58 @@ private:
     return !op.hasScoreMod() && scoreScale() > 0 ? scoreScale() : 1.0;
   }
   /// One kv step of the online softmax on the fragments: returns P as PV's
-  /// A fragments and updates the running max and sum and the accumulator.
+  /// A fragments, updates the running max and sum and sets the factors
+  /// (rows g and g + 8) that rescale the accumulator.
   SmallVector<Fragment> softmax(SmallVector<Fragment> &s,
                                 SmallVector<Value> &maxes,
                                 SmallVector<Value> &sums,
-                                SmallVector<Fragment> &acc);
+                                SmallVector<Value> &corrections);
+  /// acc *= the rows' corrections, per band.
+  void rescale(SmallVector<BandTile> &acc, ArrayRef<Value> corrections);
+  /// The masks and score_mod on S for step j (first key kv0), then the
+  /// softmax: P per band; `corrections` per band and row.
+  SmallVector<BandTile> scoresToProbs(SmallVector<BandTile> s, Value j,
+                                      Value kv0, SmallVector<Value> &maxes,
+                                      SmallVector<Value> &sums,
+                                      SmallVector<Value> &corrections);
+  /// The kv loop, its carried values (accumulators, maxes, sums) at exit.
+  ValueRange syncLoop(Value steps);
+  /// wgmma's loop, FlashAttention-3's intra-warpgroup pipelining: step j
+  /// issues S_j and then O += P_j-1 V_j-1, and computes the softmax of S_j
+  /// while the PV wgmma runs.
+  SmallVector<Value> warpgroupLoop(Value steps);
+
+  /// Step j's first key, and whether its scores need the masks.
+  Value kvStart(Value j);
+  Value needsMasks(Value j, Value kv0);
   /// O += P V for the V tile in buffer `buffer`, per band.
   void accumulate(ArrayRef<BandTile> probs, Value buffer,
                   SmallVector<BandTile> &acc);
+  /// wgmma's S = Q K^T for the K tile in buffer `buffer`, issued and
+  /// committed: the warp's band (a quarter of the warpgroup's 64 rows) as
+  /// accumulators in flight.
+  SmallVector<Value> issueScores(Value buffer);
+  /// The operands of wgmma's O += P V for the V tile in buffer `buffer`:
+  /// per 16 keys, P's four i32 registers and V's descriptor. Made before
+  /// the wgmmas in flight ahead of them are issued (ptxas serializes
+  /// wgmmas whose inputs other instructions define in between).
+  struct PvOperands {
+    SmallVector<SmallVector<Value>> a;
+    SmallVector<Value> descriptors;
+
+    SmallVector<Value> inputs() const {
+      SmallVector<Value> all(descriptors);
+      for (const SmallVector<Value> &registers : a)
+        all.append(registers);
+      return all;
+    }
+  };
+  PvOperands pvOperands(ArrayRef<Fragment> probs, Value buffer);
+  /// wgmma's O += P V, issued and committed: `acc` becomes the
+  /// accumulators in flight.
+  void issueAccumulate(const PvOperands &operands, SmallVector<BandTile> &acc);
+  /// The shared address of a stage's buffer `buffer`, as an index.
+  Value stageAddress(Value stage, Value buffer);
   /// Per band: the accumulators, and the (max, sum) of rows g and g + 8.
   void storeOutput(ArrayRef<BandTile> acc, ArrayRef<Value> sums,
                    ArrayRef<Value> maxes);
@@ -178,6 +229,13 @@ private:
   Value warpRow, lane, g, t, t2;
   Value keyRowLane, keyColLane, valueRowLane, valueColLane, queryRowLane,
       queryColLane;
+  // wgmma: the descriptor of the warpgroup's Q rows.
+  Value queryDescriptor;
+  // mma.sync: the warp's Q fragments [band][k-step], if kept in registers.
+  SmallVector<BandTile> queryFragments;
+  // The block mask's lists, or the steps that lead without masks.
+  ListSteps listSteps;
+  Value fullSteps;
   // Per band, the two rows a lane's fragments hold: positions in the op's
   // rows and the clamped whole-problem q a region sees.
   SmallVector<std::array<Value, 2>> rowQ, regionQ;
@@ -207,7 +265,11 @@ void BlockBuilder::copyRows(Value source, Value head, Value start, Value limit,
       Value elements = arith::SelectOp::create(b, loc, less(position, limit),
                                                c(kVectorElements), c(0));
       SmallVector<Value> to(stageIndex);
-      to.append({row, col});
+      if (k.tiles.warpgroup)
+        to.append({div(col, kSwizzleColumns), row,
+                   swizzledColumn(b, loc, row, rem(col, kSwizzleColumns))});
+      else
+        to.append({row, col});
       nvgpu::DeviceAsyncCopyOp::create(
           b, loc, stage, to, source, ValueRange{k.batch, head, position, col},
           b.getIndexAttr(kVectorElements), elements, b.getUnitAttr());
@@ -279,6 +341,79 @@ Fragment BlockBuilder::queryFragment(int64_t band, int64_t kk) {
   Value row = add(add(warpRow, c(16 * band)), queryRowLane);
   return loadMatrix(k.queryStage, {row, add(queryColLane, c(16 * kk))},
                     /*transpose=*/false);
+}
+
+Value BlockBuilder::stageAddress(Value stage, Value buffer) {
+  auto type = cast<MemRefType>(stage.getType());
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(
+      b, loc, b.getIndexType(), stage);
+  if (!buffer)
+    return address;
+  int64_t bufferBytes = type.getNumElements() / type.getDimSize(0) * 2;
+  return add(address, mul(buffer, c(bufferBytes)));
+}
+
+SmallVector<Value> BlockBuilder::issueScores(Value buffer) {
+  int64_t kvTile = k.tiles.kvTile;
+  Value keyDescriptor = swizzledDescriptor(
+      b, loc, stageAddress(k.keyStage, buffer),
+      /*leadingBytes=*/16, /*strideBytes=*/8 * kSwizzleRowBytes);
+  SmallVector<std::pair<Value, Value>> descriptors;
+  for (int64_t kk = 0; kk < d / 16; ++kk) {
+    // k-step kk lies in 64-column tile kk / 4, 32 bytes per step within.
+    int64_t tile = kk / 4, within = (kk % 4) * 32;
+    descriptors.push_back(
+        {advanceDescriptor(b, loc, queryDescriptor,
+                           tile * k.tiles.qTile * kSwizzleRowBytes + within),
+         advanceDescriptor(b, loc, keyDescriptor,
+                           tile * kvTile * kSwizzleRowBytes + within)});
+  }
+  Value undefined = LLVM::UndefOp::create(b, loc, f32);
+  SmallVector<Value> s(kvTile / 2, undefined);
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (auto [kk, pair] : llvm::enumerate(descriptors))
+    s = warpgroupMma(b, loc, element, s, pair.first, pair.second,
+                     /*transposeB=*/false, /*accumulate=*/kk > 0);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  return s;
+}
+
+BlockBuilder::PvOperands BlockBuilder::pvOperands(ArrayRef<Fragment> probs,
+                                                  Value buffer) {
+  int64_t kvTile = k.tiles.kvTile;
+  // V is MN-major: its 64-column tiles lie kv-tile rows apart.
+  Value valueDescriptor =
+      swizzledDescriptor(b, loc, stageAddress(k.valueStage, buffer),
+                         /*leadingBytes=*/kvTile * kSwizzleRowBytes,
+                         /*strideBytes=*/8 * kSwizzleRowBytes);
+  PvOperands operands;
+  for (int64_t kk = 0; kk < kvTile / 16; ++kk) {
+    SmallVector<Value> a;
+    for (Value reg : probs[kk])
+      a.push_back(reg.getType() == i32
+                      ? reg
+                      : vector::ExtractOp::create(
+                            b, loc,
+                            vector::BitCastOp::create(
+                                b, loc, VectorType::get({1}, i32), reg),
+                            0)
+                            .getResult());
+    operands.a.push_back(a);
+    operands.descriptors.push_back(
+        advanceDescriptor(b, loc, valueDescriptor, 16 * kk * kSwizzleRowBytes));
+  }
+  return operands;
+}
+
+void BlockBuilder::issueAccumulate(const PvOperands &operands,
+                                   SmallVector<BandTile> &acc) {
+  SmallVector<Value> o = flattenTiles(acc);
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (auto [a, descriptor] : llvm::zip(operands.a, operands.descriptors))
+    o = warpgroupMma(b, loc, element, o, a, descriptor, /*transposeB=*/true,
+                     /*accumulate=*/true);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  acc = tilesOf(o, 1, dv / kChunk);
 }
 
 SmallVector<BandTile> BlockBuilder::scores(Value buffer,
@@ -480,7 +615,7 @@ void BlockBuilder::storeOutput(ArrayRef<BandTile> acc, ArrayRef<Value> sums,
 SmallVector<Fragment> BlockBuilder::softmax(SmallVector<Fragment> &s,
                                             SmallVector<Value> &maxes,
                                             SmallVector<Value> &sums,
-                                            SmallVector<Fragment> &acc) {
+                                            SmallVector<Value> &corrections) {
   double factor = softmaxScale();
   Value factorValue = f32c(factor);
   Value zero = f32c(0.0);
@@ -518,9 +653,7 @@ SmallVector<Fragment> BlockBuilder::softmax(SmallVector<Fragment> &s,
       }
     sums[r] = math::FmaOp::create(b, loc, sums[r], correction, rowSum);
     maxes[r] = newMax;
-    for (Fragment &values : acc)
-      for (int64_t e = 2 * r; e < 2 * r + 2; ++e)
-        values[e] = arith::MulFOp::create(b, loc, values[e], correction);
+    corrections.push_back(correction);
   }
   SmallVector<Fragment> probs;
   for (size_t kk = 0; kk < s.size() / 2; ++kk) {
@@ -580,11 +713,10 @@ void BlockBuilder::build() {
 
   // The kv-tiles the block visits, and how many lead without masks.
   Value kvTile = c(tiles.kvTile);
-  ListSteps listSteps;
   if (k.lists.counts)
     listSteps = readLists();
   Value kvEnd = n;
-  Value fullSteps = c(0);
+  fullSteps = c(0);
   if (!op.hasMaskMod())
     fullSteps = arith::DivUIOp::create(b, loc, n, kvTile);
   if (op.getCausal()) {
@@ -598,16 +730,6 @@ void BlockBuilder::build() {
   Value steps = arith::CeilDivUIOp::create(b, loc, kvEnd, kvTile);
   if (k.lists.counts)
     steps = listSteps.steps;
-  // Step j's first key, and whether its scores need the masks.
-  auto kvStart = [&](Value j) {
-    return k.lists.counts ? listStart(listSteps, j) : mul(j, kvTile);
-  };
-  auto needsMasks = [&](Value j, Value kv0) -> Value {
-    if (!k.lists.counts)
-      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j,
-                                   fullSteps);
-    return listNeedsMasks(listSteps, j, kv0);
-  };
 
   copyRows(k.query, k.head, q0, m, tiles.qTile, d, k.queryStage, {});
   commitGroup();
@@ -619,8 +741,13 @@ void BlockBuilder::build() {
              {c(0)});
   }
   commitGroup();
-  SmallVector<BandTile> queryFragments;
-  if (keepsQueryInRegisters(tiles, {d, dv, 0, false})) {
+  if (tiles.warpgroup) {
+    // Warpgroup w's rows start 64 w rows into each 64-column tile.
+    Value rows = mul(div(k.tid, 128), c(64 * kSwizzleRowBytes));
+    queryDescriptor = swizzledDescriptor(
+        b, loc, add(stageAddress(k.queryStage, Value()), rows),
+        /*leadingBytes=*/16, /*strideBytes=*/8 * kSwizzleRowBytes);
+  } else if (keepsQueryInRegisters(tiles, {d, dv, 0, false})) {
     waitGroups(1);
     for (int64_t band = 0; band < bands; ++band) {
       BandTile fragments;
@@ -630,8 +757,77 @@ void BlockBuilder::build() {
     }
   }
 
+  SmallVector<Value> results =
+      tiles.warpgroup ? warpgroupLoop(steps) : llvm::to_vector(syncLoop(steps));
+  int64_t accValues = 4 * (dv / kChunk) * bands;
+  SmallVector<BandTile> acc = tilesOf(
+      ArrayRef<Value>(results).take_front(accValues), bands, dv / kChunk);
+  SmallVector<Value> maxes(
+      ArrayRef<Value>(results).slice(accValues, 2 * bands));
+  SmallVector<Value> sums(
+      ArrayRef<Value>(results).slice(accValues + 2 * bands, 2 * bands));
+  // Each lane summed its own columns: add the quad's.
+  for (Value &sum : sums)
+    for (int32_t offset : {1, 2})
+      sum = arith::AddFOp::create(b, loc, sum, shuffleXor(sum, offset));
+  storeOutput(acc, sums, maxes);
+}
+
+Value BlockBuilder::kvStart(Value j) {
+  return k.lists.counts ? listStart(listSteps, j) : mul(j, c(k.tiles.kvTile));
+}
+
+Value BlockBuilder::needsMasks(Value j, Value kv0) {
+  if (!k.lists.counts)
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j,
+                                 fullSteps);
+  return listNeedsMasks(listSteps, j, kv0);
+}
+
+SmallVector<BandTile>
+BlockBuilder::scoresToProbs(SmallVector<BandTile> s, Value j, Value kv0,
+                            SmallVector<Value> &maxes, SmallVector<Value> &sums,
+                            SmallVector<Value> &corrections) {
+  // Tiles past the unmasked lead apply the masks.
+  SmallVector<Value> flat = flattenTiles(s);
+  auto masked =
+      scf::IfOp::create(b, loc, TypeRange(SmallVector<Type>(flat.size(), f32)),
+                        needsMasks(j, kv0), /*withElseRegion=*/true);
+  for (bool withMasks : {true, false}) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(withMasks ? masked.thenBlock()
+                                         : masked.elseBlock());
+    SmallVector<BandTile> modified;
+    for (int64_t band = 0; band < bands; ++band)
+      modified.push_back(modifyScores(s[band], kv0, band, withMasks));
+    scf::YieldOp::create(b, loc, flattenTiles(modified));
+  }
+  s = tilesOf(masked.getResults(), bands, k.tiles.kvTile / kChunk);
+
+  SmallVector<BandTile> probs;
+  corrections.clear();
+  for (int64_t band = 0; band < bands; ++band) {
+    SmallVector<Value> bandMaxes(ArrayRef<Value>(maxes).slice(2 * band, 2));
+    SmallVector<Value> bandSums(ArrayRef<Value>(sums).slice(2 * band, 2));
+    probs.push_back(softmax(s[band], bandMaxes, bandSums, corrections));
+    std::copy(bandMaxes.begin(), bandMaxes.end(), maxes.begin() + 2 * band);
+    std::copy(bandSums.begin(), bandSums.end(), sums.begin() + 2 * band);
+  }
+  return probs;
+}
+
+void BlockBuilder::rescale(SmallVector<BandTile> &acc,
+                           ArrayRef<Value> corrections) {
+  for (int64_t band = 0; band < bands; ++band)
+    for (Fragment &values : acc[band])
+      for (int64_t e = 0; e < 4; ++e)
+        values[e] = arith::MulFOp::create(b, loc, values[e],
+                                          corrections[2 * band + e / 2]);
+}
+
+ValueRange BlockBuilder::syncLoop(Value steps) {
+  const MmaTiles &tiles = k.tiles;
   int64_t accChunks = dv / kChunk;
-  int64_t scoreChunks = tiles.kvTile / kChunk;
   Value zero = f32c(0.0);
   Value negInf = f32c(kNegInf);
   int64_t accValues = 4 * accChunks * bands;
@@ -673,30 +869,10 @@ void BlockBuilder::build() {
     }
     commitGroup();
 
-    // Tiles past the unmasked lead apply the masks.
-    SmallVector<Value> flat = flattenTiles(s);
-    auto masked = scf::IfOp::create(
-        b, loc, TypeRange(SmallVector<Type>(flat.size(), f32)),
-        needsMasks(j, kv0), /*withElseRegion=*/true);
-    for (bool withMasks : {true, false}) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(withMasks ? masked.thenBlock()
-                                           : masked.elseBlock());
-      SmallVector<BandTile> modified;
-      for (int64_t band = 0; band < bands; ++band)
-        modified.push_back(modifyScores(s[band], kv0, band, withMasks));
-      scf::YieldOp::create(b, loc, flattenTiles(modified));
-    }
-    s = tilesOf(masked.getResults(), bands, scoreChunks);
-
-    SmallVector<BandTile> probs;
-    for (int64_t band = 0; band < bands; ++band) {
-      SmallVector<Value> bandMaxes(ArrayRef<Value>(maxes).slice(2 * band, 2));
-      SmallVector<Value> bandSums(ArrayRef<Value>(sums).slice(2 * band, 2));
-      probs.push_back(softmax(s[band], bandMaxes, bandSums, acc[band]));
-      std::copy(bandMaxes.begin(), bandMaxes.end(), maxes.begin() + 2 * band);
-      std::copy(bandSums.begin(), bandSums.end(), sums.begin() + 2 * band);
-    }
+    SmallVector<Value> corrections;
+    SmallVector<BandTile> probs =
+        scoresToProbs(s, j, kv0, maxes, sums, corrections);
+    rescale(acc, corrections);
     if (doubled)
       waitGroups(1);
     accumulate(probs, buffer, acc);
@@ -706,16 +882,116 @@ void BlockBuilder::build() {
     scf::YieldOp::create(b, loc, carriedOut);
   }
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  return loop.getResults();
+}
 
+SmallVector<Value> BlockBuilder::warpgroupLoop(Value steps) {
+  const MmaTiles &tiles = k.tiles;
+  int64_t accChunks = dv / kChunk;
+  int64_t accValues = 4 * accChunks;
+  int64_t probValues = 4 * (tiles.kvTile / 16);
+  Value zero = f32c(0.0);
+  Value negInf = f32c(kNegInf);
+  // The carried P: 4 registers per 16 keys, after O, maxes and sums.
+  auto probsOf = [&](ValueRange carried) {
+    SmallVector<Fragment> probs;
+    for (int64_t i = 0; i < probValues / 4; ++i)
+      probs.push_back(Fragment(carried.slice(accValues + 4 + 4 * i, 4)));
+    return probs;
+  };
+  // Step j, after every copy before it landed: copies K_j+1 and V_j (both
+  // buffers' last readers finished before this step's barrier), issues
+  // S_j and, with `previous` P_j-1, O += P_j-1 V_j-1, then runs the
+  // softmax of S_j while that runs. Returns (O, maxes, sums, P_j).
+  auto step = [&](Value j, ValueRange carried, bool previous) {
+    SmallVector<BandTile> acc = tilesOf(carried, 1, accChunks);
+    SmallVector<Value> maxes(carried.slice(accValues, 2));
+    SmallVector<Value> sums(carried.slice(accValues + 2, 2));
+    Value buffer = rem(j, 2);
+    Value kv0 = kvStart(j);
+    waitGroups(0);
+    Value next = add(j, c(1));
+    {
+      auto prefetch = scf::IfOp::create(b, loc, less(next, steps));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(prefetch.thenBlock());
+      copyRows(k.key, kvHead, kvStart(next), n, tiles.kvTile, d, k.keyStage,
+               {sub(c(1), buffer)});
+    }
+    copyRows(k.value, kvHead, kv0, n, tiles.kvTile, dv, k.valueStage, {buffer});
+    commitGroup();
+    PvOperands pv;
+    if (previous)
+      pv = pvOperands(probsOf(carried), sub(c(1), buffer));
+    SmallVector<Value> s = issueScores(buffer);
+    if (previous) {
+      issueAccumulate(pv, acc);
+      s = warpgroupWait(b, loc, s, 1);
+    } else {
+      s = warpgroupWait(b, loc, s, 0);
+    }
+    SmallVector<Value> corrections;
+    SmallVector<BandTile> probs = scoresToProbs(
+        tilesOf(s, 1, tiles.kvTile / kChunk), j, kv0, maxes, sums, corrections);
+    if (previous) {
+      SmallVector<Value> o =
+          warpgroupWait(b, loc, flattenTiles(acc), 0, pv.inputs());
+      acc = tilesOf(o, 1, accChunks);
+    }
+    rescale(acc, corrections);
+    SmallVector<Value> out = flattenTiles(acc);
+    out.append(maxes);
+    out.append(sums);
+    for (const Fragment &fragment : probs[0])
+      out.append(fragment.begin(), fragment.end());
+    return out;
+  };
+
+  SmallVector<Value> inits(accValues, zero);
+  inits.append({negInf, negInf, zero, zero});
+  Type probType = element.isBF16() ? Type(i32) : VectorType::get({2}, element);
+  Value noProb = LLVM::UndefOp::create(b, loc, probType);
+  inits.append(SmallVector<Value>(probValues, noProb));
+  SmallVector<Type> types = llvm::to_vector(ValueRange(inits).getTypes());
+  // Step 0 has no P V before it.
+  auto first = scf::IfOp::create(b, loc, types, less(c(0), steps),
+                                 /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    scf::YieldOp::create(b, loc, step(c(0), inits, /*previous=*/false));
+    b.setInsertionPointToStart(first.elseBlock());
+    scf::YieldOp::create(b, loc, inits);
+  }
+  auto loop = scf::ForOp::create(b, loc, c(1), steps, c(1), first.getResults());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    scf::YieldOp::create(b, loc,
+                         step(loop.getInductionVar(), loop.getRegionIterArgs(),
+                              /*previous=*/true));
+  }
+  // The last P V, once its V landed.
   ValueRange results = loop.getResults();
-  SmallVector<BandTile> acc = tilesOf(results, bands, accChunks);
-  SmallVector<Value> maxes(results.slice(accValues, 2 * bands));
-  SmallVector<Value> sums(results.slice(accValues + 2 * bands, 2 * bands));
-  // Each lane summed its own columns: add the quad's.
-  for (Value &sum : sums)
-    for (int32_t offset : {1, 2})
-      sum = arith::AddFOp::create(b, loc, sum, shuffleXor(sum, offset));
-  storeOutput(acc, sums, maxes);
+  auto last = scf::IfOp::create(
+      b, loc, TypeRange(ValueRange(results.take_front(accValues)).getTypes()),
+      less(c(0), steps), /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(last.thenBlock());
+    waitGroups(0);
+    SmallVector<BandTile> acc =
+        tilesOf(results.take_front(accValues), 1, accChunks);
+    Value buffer = rem(sub(steps, c(1)), 2);
+    issueAccumulate(pvOperands(probsOf(results), buffer), acc);
+    scf::YieldOp::create(b, loc, warpgroupWait(b, loc, flattenTiles(acc), 0));
+    b.setInsertionPointToStart(last.elseBlock());
+    scf::YieldOp::create(b, loc, results.take_front(accValues));
+  }
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  SmallVector<Value> out(last.getResults());
+  out.append(results.begin() + accValues, results.begin() + accValues + 4);
+  return out;
 }
 
 } // namespace

@@ -22,11 +22,15 @@ namespace mlir::attn::mma {
 
 /// Rows of a block, keys per kv step, bands of 16 rows per warp (a warp's
 /// K and V fragments feed each of its bands) and the K/V buffers (stages).
+/// With `warpgroup`, both contractions are sm_90a wgmma: each warpgroup
+/// owns 64 rows (a band per warp) and Q, K and V lie in shared memory in
+/// the 128-byte swizzle layout.
 struct MmaTiles {
   int64_t qTile = 0;
   int64_t kvTile = 0;
   int64_t bands = 1;
   int64_t stages = 2;
+  bool warpgroup = false;
 
   int64_t warps() const { return qTile / (16 * bands); }
   int64_t threads() const { return 32 * warps(); }
@@ -48,17 +52,25 @@ struct MmaShape {
 
 /// Bytes of dynamic shared memory a block uses: the Q tile (or, after the
 /// kv loop, the output rows) and `stages` K and V tiles, rows padded by 16
-/// bytes.
+/// bytes (swizzled for wgmma, from a base aligned in the kernel).
 int64_t sharedBytes(const MmaTiles &tiles, const MmaShape &shape);
+
+/// Where the K tiles start in the block's shared memory (from the aligned
+/// base for wgmma); the V tiles follow them.
+int64_t keyStageOffset(const MmaTiles &tiles, const MmaShape &shape);
+
+/// Whether the wgmma kernel serves `shape`: head dims of 64 or 128.
+bool servesWarpgroupMma(const MmaShape &shape);
 
 /// Whether the kernel keeps a warp's Q fragments in registers (D times its
 /// bands at most 128); otherwise it reads them from shared memory at each
 /// step.
 bool keepsQueryInRegisters(const MmaTiles &tiles, const MmaShape &shape);
 
-/// The tiles for `shape` (FlashAttention-2's choices where they fit),
-/// honouring the nonzero fields of `given` and, if nonzero, `warps` per
-/// block; none if nothing fits `sharedMemoryPerBlock`.
+/// The tiles for `shape` (FlashAttention-2's choices where they fit, or
+/// FlashAttention-3's with `given.warpgroup`), honouring the nonzero fields
+/// of `given` and, if nonzero, `warps` per block; none if nothing fits
+/// `sharedMemoryPerBlock`.
 std::optional<MmaTiles> chooseTiles(const MmaShape &shape,
                                     const MmaTiles &given, int64_t warps,
                                     int64_t sharedMemoryPerBlock);

@@ -7,6 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "MmaKernel.h"
+#include "WarpgroupMma.h"
+
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 
@@ -19,23 +22,74 @@ static int64_t paddedWidth(int64_t width, int64_t elementBytes) {
   return width + 16 / elementBytes;
 }
 
-int64_t mma::sharedBytes(const MmaTiles &tiles, const MmaShape &shape) {
-  int64_t query = tiles.qTile * paddedWidth(shape.headDim, 2) * 2;
+/// Bytes of a shared tile of 16-bit elements: swizzled rows are not padded.
+static int64_t tileBytes(const MmaTiles &tiles, int64_t rows, int64_t width) {
+  return rows * (tiles.warpgroup ? width : paddedWidth(width, 2)) * 2;
+}
+
+int64_t mma::keyStageOffset(const MmaTiles &tiles, const MmaShape &shape) {
+  int64_t query = tileBytes(tiles, tiles.qTile, shape.headDim);
   int64_t output = tiles.qTile *
                    paddedWidth(shape.valueHeadDim, shape.outputBytes) *
                    shape.outputBytes;
-  int64_t key = tiles.kvTile * paddedWidth(shape.headDim, 2) * 2;
-  int64_t value = tiles.kvTile * paddedWidth(shape.valueHeadDim, 2) * 2;
-  return std::max(query, output) + tiles.stages * (key + value);
+  int64_t offset = std::max(query, output);
+  if (tiles.warpgroup)
+    offset = llvm::alignTo(offset, kSwizzleAlignment);
+  return offset;
+}
+
+int64_t mma::sharedBytes(const MmaTiles &tiles, const MmaShape &shape) {
+  int64_t key = tileBytes(tiles, tiles.kvTile, shape.headDim);
+  int64_t value = tileBytes(tiles, tiles.kvTile, shape.valueHeadDim);
+  // wgmma: room to align the base, which the launch does not promise.
+  int64_t slack = tiles.warpgroup ? kSwizzleAlignment : 0;
+  return keyStageOffset(tiles, shape) + tiles.stages * (key + value) + slack;
+}
+
+bool mma::servesWarpgroupMma(const MmaShape &shape) {
+  auto served = [](int64_t d) { return d == 64 || d == 128; };
+  return served(shape.headDim) && served(shape.valueHeadDim);
 }
 
 bool mma::keepsQueryInRegisters(const MmaTiles &tiles, const MmaShape &shape) {
   return shape.headDim * tiles.bands <= 128;
 }
 
+/// The wgmma kernel's tiles: two warpgroups of 64 rows, FlashAttention-3's
+/// 128 x 128 tiles (a light mask_mod fits them too), or kv-tiles of 64
+/// where other mask and score regions take registers.
+static std::optional<MmaTiles>
+chooseWarpgroupTiles(const MmaShape &shape, const MmaTiles &given,
+                     int64_t warps, int64_t sharedMemoryPerBlock) {
+  static constexpr MmaTiles dense[] = {
+      {128, 128, 1, 2, true}, {128, 64, 1, 2, true}, {64, 64, 1, 2, true}};
+  ArrayRef<MmaTiles> candidates = dense;
+  if (shape.regions && !shape.lightMask)
+    candidates = candidates.drop_front();
+  for (MmaTiles tiles : candidates) {
+    if (given.qTile > 0)
+      tiles.qTile = given.qTile;
+    if (given.kvTile > 0)
+      tiles.kvTile = given.kvTile;
+    if (given.stages > 0)
+      tiles.stages = given.stages;
+    if (warps > 0 && given.qTile == 0)
+      tiles.qTile = 16 * warps;
+    // A warpgroup owns 64 rows, a warp one band of them.
+    if (tiles.qTile % 64 != 0 || (warps > 0 && tiles.qTile != 16 * warps) ||
+        given.bands > 1)
+      continue;
+    if (sharedBytes(tiles, shape) <= sharedMemoryPerBlock)
+      return tiles;
+  }
+  return std::nullopt;
+}
+
 std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape,
                                          const MmaTiles &given, int64_t warps,
                                          int64_t sharedMemoryPerBlock) {
+  if (given.warpgroup)
+    return chooseWarpgroupTiles(shape, given, warps, sharedMemoryPerBlock);
   // Larger tiles first, in the shapes of FlashAttention-2: 128-row blocks
   // of 4 warps, each with two bands of 16 rows that share every K and V
   // fragment (half the shared-memory reads per mma of one band). Without

@@ -32,6 +32,9 @@ struct TargetInfo {
 
   /// cp.async (sm_80 and newer).
   bool hasAsyncCopy() const { return smVersion >= 80; }
+  /// Hopper's wgmma, which only sm_90a's architecture-specific features
+  /// include.
+  bool hasWarpgroupMma() const { return chip == "sm_90a"; }
 };
 
 /// Every chip LLVM 22's NVPTX backend knows from sm_75 on: a name outside

@@ -1,0 +1,65 @@
+//===- WarpgroupMma.h - Hopper wgmma for the attention kernel ---*- C++ -*-===//
+//
+// sm_90a's warpgroup tensor-core instructions as the attention kernel uses
+// them: shared-memory matrix descriptors for tiles stored in the 128-byte
+// swizzle layout, and wgmma.mma_async through inline PTX (MLIR 22's wgmma
+// ops take A only from shared memory; PV takes P from registers).
+//
+// A tile of 16-bit elements with rows of 64 elements (128 bytes) stores
+// element (row, col) at byte 128 row + 16 ((col / 8) xor (row % 8)) +
+// 2 (col % 8) from a 1024-byte-aligned base: the layout the hardware's
+// 128-byte swizzle reads. Wider rows are split into such tiles of 64
+// columns each.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_CONVERSION_ATTENTIONTOMMA_WARPGROUPMMA_H
+#define ATTN_LIB_CONVERSION_ATTENTIONTOMMA_WARPGROUPMMA_H
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::attn::mma {
+
+/// Elements in a row of a swizzled tile, and the bytes of one row.
+constexpr int64_t kSwizzleColumns = 64;
+constexpr int64_t kSwizzleRowBytes = 128;
+/// The alignment a swizzled tile's base needs.
+constexpr int64_t kSwizzleAlignment = 1024;
+
+/// The column at which the 16-byte chunk holding column `col` (a multiple
+/// of 8 below 64) of `row` is stored in a swizzled tile.
+Value swizzledColumn(OpBuilder &b, Location loc, Value row, Value col);
+
+/// A wgmma descriptor (i64) for a swizzled tile at shared byte address
+/// `address` (an index): `leadingBytes` apart lie the 64-column tiles of an
+/// MN-major operand (unused for K-major ones), `strideBytes` apart the
+/// groups of 8 rows.
+Value swizzledDescriptor(OpBuilder &b, Location loc, Value address,
+                         int64_t leadingBytes, int64_t strideBytes);
+
+/// `descriptor` moved on by `bytes` (a multiple of 16).
+Value advanceDescriptor(OpBuilder &b, Location loc, Value descriptor,
+                        int64_t bytes);
+
+/// One m64nNk16 wgmma, N = 2 acc.size(), f32 accumulators in the mma.sync
+/// m16n8 order per warp: D = A B (+ D when `accumulate`). A is a K-major
+/// descriptor, or the 4 i32 registers of the warp's mma.sync A fragment;
+/// B is a descriptor, MN-major when `transposeB`.
+SmallVector<Value> warpgroupMma(OpBuilder &b, Location loc, Type element,
+                                ArrayRef<Value> acc, ValueRange a,
+                                Value bDescriptor, bool transposeB,
+                                bool accumulate);
+
+/// Waits until at most `pending` wgmma groups are in flight and returns
+/// `values` (the accumulators of the groups waited for): reading them only
+/// after the wait keeps ptxas from serializing the wgmmas. `inputs` (i32 A
+/// registers, i64 descriptors of the wgmmas waited for) stay live until
+/// the wait, so that no instruction reuses their registers while a wgmma
+/// may still read them.
+SmallVector<Value> warpgroupWait(OpBuilder &b, Location loc,
+                                 ArrayRef<Value> values, int64_t pending,
+                                 ValueRange inputs = {});
+
+} // namespace mlir::attn::mma
+
+#endif // ATTN_LIB_CONVERSION_ATTENTIONTOMMA_WARPGROUPMMA_H
