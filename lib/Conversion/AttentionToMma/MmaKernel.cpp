@@ -5,7 +5,9 @@
 // contractions are mma.sync m16n8k16 on ldmatrix fragments, and the online
 // softmax runs on the accumulator fragments, whose layout is also PV's A
 // operand once rounded. Every fragment array is indexed by constants only
-// (the C++ loops unroll), so it lives in registers.
+// (the C++ loops unroll), so it lives in registers. With wgmma (sm_90a),
+// the contractions are warpgroup MMAs on swizzled tiles, and the softmax of
+// each step overlaps the previous step's P V (warpgroupLoop).
 //
 //===----------------------------------------------------------------------===//
 
