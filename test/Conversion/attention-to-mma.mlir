@@ -5,6 +5,7 @@
 // RUN: not attn-opt %s --attn-attention-to-mma="q-tile=64 warps=8" 2>&1 | FileCheck %s --check-prefix=WARPS
 // RUN: not attn-opt %s --attn-attention-to-mma="stages=3" 2>&1 | FileCheck %s --check-prefix=WARPS3
 // RUN: attn-opt %s --split-input-file --attn-attention-to-mma="wgmma=true" | FileCheck %s --check-prefix=WGMMA
+// RUN: attn-opt %s --split-input-file --attn-attention-to-mma="wgmma=true stages=1" | FileCheck %s --check-prefix=WGMMA-STAGES
 
 // bf16, D = 64, causal, with the logsumexp: one launch over (q-blocks,
 // heads, batches), its tiles recorded on it.
@@ -82,6 +83,10 @@
 // O += P_j-1 V_j-1, waits for S_j alone (wait 1), runs the softmax and
 // then waits for O; the last P V follows the loop. Each wait returns the
 // accumulators it waited for.
+// WGMMA-STAGES-LABEL: func.func @causal_bf16
+// The wgmma loop keeps two K/V buffers: one stage stays on mma.sync.
+// WGMMA-STAGES: nvvm.mma.sync
+// WGMMA-STAGES: stages = 1 : i64, warps = {{[0-9]+}} : i64}}
 // WGMMA-LABEL: func.func @causal_bf16
 // WGMMA: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256{{.*}}) dynamic_shared_memory_size %c84992_i32
 // WGMMA: memref.extract_aligned_pointer_as_index

@@ -168,6 +168,9 @@ private:
   /// while the PV wgmma runs.
   SmallVector<Value> warpgroupLoop(Value steps);
 
+  /// Issues the copy of step j's K tile into buffer `buffer`, if j is a
+  /// step.
+  void copyKeyTile(Value j, Value steps, Value buffer);
   /// Step j's first key, and whether its scores need the masks.
   Value kvStart(Value j);
   Value needsMasks(Value j, Value kv0);
@@ -735,13 +738,7 @@ void BlockBuilder::build() {
 
   copyRows(k.query, k.head, q0, m, tiles.qTile, d, k.queryStage, {});
   commitGroup();
-  {
-    auto first = scf::IfOp::create(b, loc, less(c(0), steps));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(first.thenBlock());
-    copyRows(k.key, kvHead, kvStart(c(0)), n, tiles.kvTile, d, k.keyStage,
-             {c(0)});
-  }
+  copyKeyTile(c(0), steps, c(0));
   commitGroup();
   if (tiles.warpgroup) {
     // Warpgroup w's rows start 64 w rows into each 64-column tile.
@@ -773,6 +770,14 @@ void BlockBuilder::build() {
     for (int32_t offset : {1, 2})
       sum = arith::AddFOp::create(b, loc, sum, shuffleXor(sum, offset));
   storeOutput(acc, sums, maxes);
+}
+
+void BlockBuilder::copyKeyTile(Value j, Value steps, Value buffer) {
+  auto inLoop = scf::IfOp::create(b, loc, less(j, steps));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(inLoop.thenBlock());
+  copyRows(k.key, kvHead, kvStart(j), n, k.tiles.kvTile, d, k.keyStage,
+           {buffer});
 }
 
 Value BlockBuilder::kvStart(Value j) {
@@ -861,14 +866,7 @@ ValueRange BlockBuilder::syncLoop(Value steps) {
     SmallVector<BandTile> s = scores(buffer, queryFragments);
     if (!doubled)
       waitGroups(0);
-    Value next = add(j, c(1));
-    {
-      auto prefetch = scf::IfOp::create(b, loc, less(next, steps));
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(prefetch.thenBlock());
-      copyRows(k.key, kvHead, kvStart(next), n, tiles.kvTile, d, k.keyStage,
-               {doubled ? sub(c(1), buffer) : buffer});
-    }
+    copyKeyTile(add(j, c(1)), steps, doubled ? sub(c(1), buffer) : buffer);
     commitGroup();
 
     SmallVector<Value> corrections;
@@ -912,14 +910,7 @@ SmallVector<Value> BlockBuilder::warpgroupLoop(Value steps) {
     Value buffer = rem(j, 2);
     Value kv0 = kvStart(j);
     waitGroups(0);
-    Value next = add(j, c(1));
-    {
-      auto prefetch = scf::IfOp::create(b, loc, less(next, steps));
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(prefetch.thenBlock());
-      copyRows(k.key, kvHead, kvStart(next), n, tiles.kvTile, d, k.keyStage,
-               {sub(c(1), buffer)});
-    }
+    copyKeyTile(add(j, c(1)), steps, sub(c(1), buffer));
     copyRows(k.value, kvHead, kv0, n, tiles.kvTile, dv, k.valueStage, {buffer});
     commitGroup();
     PvOperands pv;

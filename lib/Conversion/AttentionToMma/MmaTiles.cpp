@@ -75,9 +75,10 @@ chooseWarpgroupTiles(const MmaShape &shape, const MmaTiles &given,
       tiles.stages = given.stages;
     if (warps > 0 && given.qTile == 0)
       tiles.qTile = 16 * warps;
-    // A warpgroup owns 64 rows, a warp one band of them.
+    // A warpgroup owns 64 rows, a warp one band of them; its loop keeps
+    // two K/V buffers.
     if (tiles.qTile % 64 != 0 || (warps > 0 && tiles.qTile != 16 * warps) ||
-        given.bands > 1)
+        given.bands > 1 || tiles.stages != 2)
       continue;
     if (sharedBytes(tiles, shape) <= sharedMemoryPerBlock)
       return tiles;
