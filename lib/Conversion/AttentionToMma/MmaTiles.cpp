@@ -55,6 +55,17 @@ bool mma::keepsQueryInRegisters(const MmaTiles &tiles, const MmaShape &shape) {
   return shape.headDim * tiles.bands <= 128;
 }
 
+/// `tiles` with the q-tile, kv-tile and stages that `given` sets (nonzero).
+static MmaTiles withGiven(MmaTiles tiles, const MmaTiles &given) {
+  if (given.qTile > 0)
+    tiles.qTile = given.qTile;
+  if (given.kvTile > 0)
+    tiles.kvTile = given.kvTile;
+  if (given.stages > 0)
+    tiles.stages = given.stages;
+  return tiles;
+}
+
 /// The wgmma kernel's tiles: two warpgroups of 64 rows, FlashAttention-3's
 /// 128 x 128 tiles (a light mask_mod fits them too), or kv-tiles of 64
 /// where other mask and score regions take registers.
@@ -66,13 +77,8 @@ chooseWarpgroupTiles(const MmaShape &shape, const MmaTiles &given,
   ArrayRef<MmaTiles> candidates = dense;
   if (shape.regions && !shape.lightMask)
     candidates = candidates.drop_front();
-  for (MmaTiles tiles : candidates) {
-    if (given.qTile > 0)
-      tiles.qTile = given.qTile;
-    if (given.kvTile > 0)
-      tiles.kvTile = given.kvTile;
-    if (given.stages > 0)
-      tiles.stages = given.stages;
+  for (MmaTiles candidate : candidates) {
+    MmaTiles tiles = withGiven(candidate, given);
     if (warps > 0 && given.qTile == 0)
       tiles.qTile = 16 * warps;
     // A warpgroup owns 64 rows, a warp one band of them; its loop keeps
@@ -116,12 +122,8 @@ std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape,
     candidates = wideDense;
   if (widest > 128)
     candidates = candidates.drop_front();
-  for (MmaTiles tiles : candidates) {
-    if (given.qTile > 0)
-      tiles.qTile = given.qTile;
-    if (given.kvTile > 0)
-      tiles.kvTile = given.kvTile;
-    tiles.stages = given.stages > 0 ? given.stages : 2;
+  for (MmaTiles candidate : candidates) {
+    MmaTiles tiles = withGiven(candidate, given);
     if (given.bands > 0)
       tiles.bands = given.bands;
     else if (tiles.qTile % (16 * tiles.bands) != 0)

@@ -1,0 +1,236 @@
+//===- BlockBuilder.h - the tensor-core kernel's builder --------*- C++ -*-===//
+//
+// The builder behind MmaKernel::build, shared by the files that hold its
+// parts: MmaKernel.cpp (copies, fragments, masks, softmax, epilogue, block
+// lists) and KvLoops.cpp (the kv loops, mma.sync's and wgmma's).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_CONVERSION_ATTENTIONTOMMA_BLOCKBUILDER_H
+#define ATTN_LIB_CONVERSION_ATTENTIONTOMMA_BLOCKBUILDER_H
+
+#include "MmaKernel.h"
+
+#include "AttnDialect/Utils/ArithUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace mlir::attn::mma {
+
+/// Elements of a 16-byte copy or row pad, for 16-bit inputs.
+constexpr int64_t kVectorElements = 8;
+/// A fragment row of the m16n8 accumulator: 4 f32 per lane per 8 columns.
+constexpr int64_t kChunk = 8;
+
+/// Four values per lane: an mma.sync A fragment (i32 pairs), or an
+/// accumulator chunk (f32: rows g and g + 8, two columns each).
+using Fragment = SmallVector<Value, 4>;
+/// A band's fragments: 16 rows, 8 columns per fragment.
+using BandTile = SmallVector<Fragment>;
+
+/// Every band's fragments as one value list (loop-carried, yielded).
+inline SmallVector<Value> flattenTiles(ArrayRef<BandTile> tiles) {
+  SmallVector<Value> values;
+  for (const BandTile &tile : tiles)
+    for (const Fragment &fragment : tile)
+      values.append(fragment.begin(), fragment.end());
+  return values;
+}
+
+/// The inverse of flattenTiles for `bands` tiles of `chunks` fragments.
+inline SmallVector<BandTile> tilesOf(ValueRange values, int64_t bands,
+                                     int64_t chunks) {
+  SmallVector<BandTile> tiles(bands);
+  for (int64_t i = 0; i < bands * chunks; ++i)
+    tiles[i / chunks].push_back(Fragment(values.slice(4 * i, 4)));
+  return tiles;
+}
+
+class BlockBuilder {
+public:
+  explicit BlockBuilder(MmaKernel &kernel)
+      : k(kernel), b(kernel.b), loc(kernel.loc), op(kernel.op),
+        d(op.getHeadDim()), dv(op.getValueHeadDim()),
+        element(op.getQueryType().getElementType()),
+        outElement(op.getOutputType().getElementType()), f32(b.getF32Type()),
+        i32(b.getI32Type()), bands(kernel.tiles.bands) {}
+
+  void build();
+
+private:
+  // Index arithmetic.
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value div(Value x, int64_t y) {
+    return arith::DivUIOp::create(b, loc, x, c(y));
+  }
+  Value rem(Value x, int64_t y) {
+    return arith::RemUIOp::create(b, loc, x, c(y));
+  }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value less(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
+  }
+  Value f32c(double v) { return f32Constant(b, loc, v); }
+
+  /// Issues the cp.async copies of rows [start, start + rows) of `source` at
+  /// (batch, head) into `stage` (at `stageIndex` ahead of the row, if any);
+  /// rows at or past `limit` are zero-filled.
+  void copyRows(Value source, Value head, Value start, Value limit,
+                int64_t rows, int64_t width, Value stage,
+                ValueRange stageIndex);
+  void commitGroup() { NVVM::CpAsyncCommitGroupOp::create(b, loc); }
+  /// Waits until at most `pending` committed groups are in flight, then
+  /// for the whole block.
+  void waitGroups(int32_t pending) {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, pending);
+    // wgmma reads shared memory through the async proxy.
+    if (k.tiles.warpgroup)
+      NVVM::FenceProxyOp::create(
+          b, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(b.getContext(),
+                                     NVVM::SharedSpace::shared_cta));
+    gpu::BarrierOp::create(b, loc);
+  }
+
+  /// An x4 ldmatrix at [indices] as four i32 registers.
+  Fragment loadMatrix(Value stage, ValueRange indices, bool transpose);
+  /// D += A * B on one m16n8k16 tile.
+  Fragment mmaSync(ArrayRef<Value> a, ArrayRef<Value> bPair,
+                   ArrayRef<Value> acc);
+  /// Two f32 as one register of two 16-bit values.
+  Value pack(Value lo, Value hi);
+  /// A vector<2xf16> is an f16 mma operand as it is; bf16 pairs go as i32
+  /// (nvvm.mma.sync's bf16 form).
+  Value asRegister(Value pair);
+  Value shuffleXor(Value v, int32_t offset);
+
+  /// The A fragment of Q for band `band` and k-step `kk`, from shared
+  /// memory.
+  Fragment queryFragment(int64_t band, int64_t kk);
+  /// S = Q K^T for the K tile in buffer `buffer` (0 or 1), per band; Q
+  /// fragments [band][kk] from registers, or shared memory if none.
+  SmallVector<BandTile> scores(Value buffer, ArrayRef<BandTile> queryFragments);
+  /// score_mod, then the masks, at each register's position (`masked`), or
+  /// score_mod alone.
+  BandTile modifyScores(ArrayRef<Fragment> s, Value kv0, int64_t band,
+                        bool masked);
+  /// What turns an mma score into a log2-domain score: the scale times
+  /// log2(e) without a score_mod (log2(e) after one). Applied to the scores
+  /// before the masks (scoreScale) unless it is positive and there is no
+  /// score_mod; then it is folded into the softmax's exp2 (softmaxScale).
+  double scoreScale() {
+    return op.hasScoreMod() ? kLog2E : op.getScaleValue() * kLog2E;
+  }
+  double softmaxScale() {
+    return !op.hasScoreMod() && scoreScale() > 0 ? scoreScale() : 1.0;
+  }
+  /// One kv step of the online softmax on the fragments: returns P as PV's
+  /// A fragments, updates the running max and sum and sets the factors
+  /// (rows g and g + 8) that rescale the accumulator.
+  SmallVector<Fragment> softmax(SmallVector<Fragment> &s,
+                                SmallVector<Value> &maxes,
+                                SmallVector<Value> &sums,
+                                SmallVector<Value> &corrections);
+  /// acc *= the rows' corrections, per band.
+  void rescale(SmallVector<BandTile> &acc, ArrayRef<Value> corrections);
+  /// The masks and score_mod on S for step j (first key kv0), then the
+  /// softmax: P per band; `corrections` per band and row.
+  SmallVector<BandTile> scoresToProbs(SmallVector<BandTile> s, Value j,
+                                      Value kv0, SmallVector<Value> &maxes,
+                                      SmallVector<Value> &sums,
+                                      SmallVector<Value> &corrections);
+  /// The kv loop, its carried values (accumulators, maxes, sums) at exit.
+  ValueRange syncLoop(Value steps);
+  /// wgmma's loop, FlashAttention-3's intra-warpgroup pipelining: step j
+  /// issues S_j and then O += P_j-1 V_j-1, and computes the softmax of S_j
+  /// while the PV wgmma runs.
+  SmallVector<Value> warpgroupLoop(Value steps);
+
+  /// Issues the copy of step j's K tile into buffer `buffer`, if j is a
+  /// step.
+  void copyKeyTile(Value j, Value steps, Value buffer);
+  /// Step j's first key, and whether its scores need the masks.
+  Value kvStart(Value j);
+  Value needsMasks(Value j, Value kv0);
+  /// O += P V for the V tile in buffer `buffer`, per band.
+  void accumulate(ArrayRef<BandTile> probs, Value buffer,
+                  SmallVector<BandTile> &acc);
+  /// wgmma's S = Q K^T for the K tile in buffer `buffer`, issued and
+  /// committed: the warp's band (a quarter of the warpgroup's 64 rows) as
+  /// accumulators in flight.
+  SmallVector<Value> issueScores(Value buffer);
+  /// The operands of wgmma's O += P V for the V tile in buffer `buffer`:
+  /// per 16 keys, P's four i32 registers and V's descriptor. Made before
+  /// the wgmmas in flight ahead of them are issued (ptxas serializes
+  /// wgmmas whose inputs other instructions define in between).
+  struct PvOperands {
+    SmallVector<SmallVector<Value>> a;
+    SmallVector<Value> descriptors;
+
+    SmallVector<Value> inputs() const {
+      SmallVector<Value> all(descriptors);
+      for (const SmallVector<Value> &registers : a)
+        all.append(registers);
+      return all;
+    }
+  };
+  PvOperands pvOperands(ArrayRef<Fragment> probs, Value buffer);
+  /// wgmma's O += P V, issued and committed: `acc` becomes the
+  /// accumulators in flight.
+  void issueAccumulate(const PvOperands &operands, SmallVector<BandTile> &acc);
+  /// The shared address of a stage's buffer `buffer`, as an index.
+  Value stageAddress(Value stage, Value buffer);
+  /// Per band: the accumulators, and the (max, sum) of rows g and g + 8.
+  void storeOutput(ArrayRef<BandTile> acc, ArrayRef<Value> sums,
+                   ArrayRef<Value> maxes);
+
+  /// The block mask's schedule for this block: its q-block's partial
+  /// blocks, then its full ones, each cut into kv-tiles.
+  struct ListSteps {
+    Value steps, partialSteps, batch, head, row, lastIndex;
+  };
+  ListSteps readLists();
+  /// The first key of list step j.
+  Value listStart(const ListSteps &lists, Value j);
+  /// Whether list step j (first key kv0) needs the masks: a partial block,
+  /// or a full one that the kv tail or the causal diagonal cuts.
+  Value listNeedsMasks(const ListSteps &lists, Value j, Value kv0);
+
+  MmaKernel &k;
+  OpBuilder &b;
+  Location loc;
+  AttentionOp op;
+  int64_t d, dv;
+  Type element, outElement, f32, i32;
+
+  // Sizes and whole-problem offsets.
+  Value m, n, offB, offH, offQ, offKV;
+  // The block's (b, h) in the whole problem, its kv head and first row.
+  Value batchW, headW, kvHead, q0;
+  // The thread: warp, lane, g = lane / 4, t = lane % 4, the warp's first
+  // row in the block and the per-lane ldmatrix offsets.
+  Value warpRow, lane, g, t, t2;
+  Value keyRowLane, keyColLane, valueRowLane, valueColLane, queryRowLane,
+      queryColLane;
+  // wgmma: the descriptor of the warpgroup's Q rows.
+  Value queryDescriptor;
+  // mma.sync: the warp's Q fragments [band][k-step], if kept in registers.
+  SmallVector<BandTile> queryFragments;
+  // The block mask's lists, or the steps that lead without masks.
+  ListSteps listSteps;
+  Value fullSteps;
+  // Per band, the two rows a lane's fragments hold: positions in the op's
+  // rows and the clamped whole-problem q a region sees.
+  SmallVector<std::array<Value, 2>> rowQ, regionQ;
+  int64_t bands;
+};
+
+} // namespace mlir::attn::mma
+
+#endif // ATTN_LIB_CONVERSION_ATTENTIONTOMMA_BLOCKBUILDER_H

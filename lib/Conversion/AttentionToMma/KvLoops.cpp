@@ -1,0 +1,257 @@
+//===- KvLoops.cpp - the tensor-core kernel's kv loops --------------------===//
+//
+// The loop over a block's kv-tiles. mma.sync's: K_j+1 and V_j land while
+// S_j, the softmax and P V_j run. wgmma's: FlashAttention-3's
+// intra-warpgroup pipelining, the softmax of S_j running while the wgmma
+// of P_j-1 V_j-1 does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BlockBuilder.h"
+#include "WarpgroupMma.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::mma;
+
+Value BlockBuilder::stageAddress(Value stage, Value buffer) {
+  auto type = cast<MemRefType>(stage.getType());
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(
+      b, loc, b.getIndexType(), stage);
+  if (!buffer)
+    return address;
+  int64_t bufferBytes = type.getNumElements() / type.getDimSize(0) * 2;
+  return add(address, mul(buffer, c(bufferBytes)));
+}
+
+SmallVector<Value> BlockBuilder::issueScores(Value buffer) {
+  int64_t kvTile = k.tiles.kvTile;
+  Value keyDescriptor = swizzledDescriptor(
+      b, loc, stageAddress(k.keyStage, buffer),
+      /*leadingBytes=*/16, /*strideBytes=*/8 * kSwizzleRowBytes);
+  SmallVector<std::pair<Value, Value>> descriptors;
+  for (int64_t kk = 0; kk < d / 16; ++kk) {
+    // k-step kk lies in 64-column tile kk / 4, 32 bytes per step within.
+    int64_t tile = kk / 4, within = (kk % 4) * 32;
+    descriptors.push_back(
+        {advanceDescriptor(b, loc, queryDescriptor,
+                           tile * k.tiles.qTile * kSwizzleRowBytes + within),
+         advanceDescriptor(b, loc, keyDescriptor,
+                           tile * kvTile * kSwizzleRowBytes + within)});
+  }
+  Value undefined = LLVM::UndefOp::create(b, loc, f32);
+  SmallVector<Value> s(kvTile / 2, undefined);
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (auto [kk, pair] : llvm::enumerate(descriptors))
+    s = warpgroupMma(b, loc, element, s, pair.first, pair.second,
+                     /*transposeB=*/false, /*accumulate=*/kk > 0);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  return s;
+}
+
+BlockBuilder::PvOperands BlockBuilder::pvOperands(ArrayRef<Fragment> probs,
+                                                  Value buffer) {
+  int64_t kvTile = k.tiles.kvTile;
+  // V is MN-major: its 64-column tiles lie kv-tile rows apart.
+  Value valueDescriptor =
+      swizzledDescriptor(b, loc, stageAddress(k.valueStage, buffer),
+                         /*leadingBytes=*/kvTile * kSwizzleRowBytes,
+                         /*strideBytes=*/8 * kSwizzleRowBytes);
+  PvOperands operands;
+  for (int64_t kk = 0; kk < kvTile / 16; ++kk) {
+    SmallVector<Value> a;
+    for (Value reg : probs[kk])
+      a.push_back(reg.getType() == i32
+                      ? reg
+                      : vector::ExtractOp::create(
+                            b, loc,
+                            vector::BitCastOp::create(
+                                b, loc, VectorType::get({1}, i32), reg),
+                            0)
+                            .getResult());
+    operands.a.push_back(a);
+    operands.descriptors.push_back(
+        advanceDescriptor(b, loc, valueDescriptor, 16 * kk * kSwizzleRowBytes));
+  }
+  return operands;
+}
+
+void BlockBuilder::issueAccumulate(const PvOperands &operands,
+                                   SmallVector<BandTile> &acc) {
+  SmallVector<Value> o = flattenTiles(acc);
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (auto [a, descriptor] : llvm::zip(operands.a, operands.descriptors))
+    o = warpgroupMma(b, loc, element, o, a, descriptor, /*transposeB=*/true,
+                     /*accumulate=*/true);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  acc = tilesOf(o, 1, dv / kChunk);
+}
+
+void BlockBuilder::copyKeyTile(Value j, Value steps, Value buffer) {
+  auto inLoop = scf::IfOp::create(b, loc, less(j, steps));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(inLoop.thenBlock());
+  copyRows(k.key, kvHead, kvStart(j), n, k.tiles.kvTile, d, k.keyStage,
+           {buffer});
+}
+
+ValueRange BlockBuilder::syncLoop(Value steps) {
+  const MmaTiles &tiles = k.tiles;
+  int64_t accChunks = dv / kChunk;
+  Value zero = f32c(0.0);
+  Value negInf = f32c(kNegInf);
+  int64_t accValues = 4 * accChunks * bands;
+  SmallVector<Value> inits(accValues, zero);
+  inits.append(SmallVector<Value>(2 * bands, negInf));
+  inits.append(SmallVector<Value>(2 * bands, zero));
+  auto loop = scf::ForOp::create(b, loc, c(0), steps, c(1), inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    ValueRange carried = loop.getRegionIterArgs();
+    SmallVector<BandTile> acc = tilesOf(carried, bands, accChunks);
+    SmallVector<Value> maxes(carried.slice(accValues, 2 * bands));
+    SmallVector<Value> sums(carried.slice(accValues + 2 * bands, 2 * bands));
+    bool doubled = tiles.stages == 2;
+    Value buffer = doubled ? rem(j, 2) : c(0);
+    Value kv0 = kvStart(j);
+
+    // V_j lands while S_j is computed, K_j+1 while the softmax and P V_j
+    // run. With one stage, each copy waits for a barrier that says no warp
+    // reads the buffer any more (P V_j-1, and S_j).
+    if (!doubled)
+      waitGroups(0);
+    copyRows(k.value, kvHead, kv0, n, tiles.kvTile, dv, k.valueStage, {buffer});
+    commitGroup();
+    if (doubled)
+      waitGroups(1);
+    SmallVector<BandTile> s = scores(buffer, queryFragments);
+    if (!doubled)
+      waitGroups(0);
+    copyKeyTile(add(j, c(1)), steps, doubled ? sub(c(1), buffer) : buffer);
+    commitGroup();
+
+    SmallVector<Value> corrections;
+    SmallVector<BandTile> probs =
+        scoresToProbs(s, j, kv0, maxes, sums, corrections);
+    rescale(acc, corrections);
+    if (doubled)
+      waitGroups(1);
+    accumulate(probs, buffer, acc);
+    SmallVector<Value> carriedOut = flattenTiles(acc);
+    carriedOut.append(maxes);
+    carriedOut.append(sums);
+    scf::YieldOp::create(b, loc, carriedOut);
+  }
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  return loop.getResults();
+}
+
+SmallVector<Value> BlockBuilder::warpgroupLoop(Value steps) {
+  const MmaTiles &tiles = k.tiles;
+  int64_t accChunks = dv / kChunk;
+  int64_t accValues = 4 * accChunks;
+  int64_t probValues = 4 * (tiles.kvTile / 16);
+  Value zero = f32c(0.0);
+  Value negInf = f32c(kNegInf);
+  // The carried P: 4 registers per 16 keys, after O, maxes and sums.
+  auto probsOf = [&](ValueRange carried) {
+    SmallVector<Fragment> probs;
+    for (int64_t i = 0; i < probValues / 4; ++i)
+      probs.push_back(Fragment(carried.slice(accValues + 4 + 4 * i, 4)));
+    return probs;
+  };
+  // Step j, after every copy before it landed: copies K_j+1 and V_j (both
+  // buffers' last readers finished before this step's barrier), issues
+  // S_j and, with `previous` P_j-1, O += P_j-1 V_j-1, then runs the
+  // softmax of S_j while that runs. Returns (O, maxes, sums, P_j).
+  auto step = [&](Value j, ValueRange carried, bool previous) {
+    SmallVector<BandTile> acc = tilesOf(carried, 1, accChunks);
+    SmallVector<Value> maxes(carried.slice(accValues, 2));
+    SmallVector<Value> sums(carried.slice(accValues + 2, 2));
+    Value buffer = rem(j, 2);
+    Value kv0 = kvStart(j);
+    waitGroups(0);
+    copyKeyTile(add(j, c(1)), steps, sub(c(1), buffer));
+    copyRows(k.value, kvHead, kv0, n, tiles.kvTile, dv, k.valueStage, {buffer});
+    commitGroup();
+    PvOperands pv;
+    if (previous)
+      pv = pvOperands(probsOf(carried), sub(c(1), buffer));
+    SmallVector<Value> s = issueScores(buffer);
+    if (previous) {
+      issueAccumulate(pv, acc);
+      s = warpgroupWait(b, loc, s, 1);
+    } else {
+      s = warpgroupWait(b, loc, s, 0);
+    }
+    SmallVector<Value> corrections;
+    SmallVector<BandTile> probs = scoresToProbs(
+        tilesOf(s, 1, tiles.kvTile / kChunk), j, kv0, maxes, sums, corrections);
+    if (previous) {
+      SmallVector<Value> o =
+          warpgroupWait(b, loc, flattenTiles(acc), 0, pv.inputs());
+      acc = tilesOf(o, 1, accChunks);
+    }
+    rescale(acc, corrections);
+    SmallVector<Value> out = flattenTiles(acc);
+    out.append(maxes);
+    out.append(sums);
+    for (const Fragment &fragment : probs[0])
+      out.append(fragment.begin(), fragment.end());
+    return out;
+  };
+
+  SmallVector<Value> inits(accValues, zero);
+  inits.append({negInf, negInf, zero, zero});
+  Type probType = element.isBF16() ? Type(i32) : VectorType::get({2}, element);
+  Value noProb = LLVM::UndefOp::create(b, loc, probType);
+  inits.append(SmallVector<Value>(probValues, noProb));
+  SmallVector<Type> types = llvm::to_vector(ValueRange(inits).getTypes());
+  // Step 0 has no P V before it.
+  auto first = scf::IfOp::create(b, loc, types, less(c(0), steps),
+                                 /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    scf::YieldOp::create(b, loc, step(c(0), inits, /*previous=*/false));
+    b.setInsertionPointToStart(first.elseBlock());
+    scf::YieldOp::create(b, loc, inits);
+  }
+  auto loop = scf::ForOp::create(b, loc, c(1), steps, c(1), first.getResults());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    scf::YieldOp::create(b, loc,
+                         step(loop.getInductionVar(), loop.getRegionIterArgs(),
+                              /*previous=*/true));
+  }
+  // The last P V, once its V landed.
+  ValueRange results = loop.getResults();
+  auto last = scf::IfOp::create(
+      b, loc, TypeRange(ValueRange(results.take_front(accValues)).getTypes()),
+      less(c(0), steps), /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(last.thenBlock());
+    waitGroups(0);
+    SmallVector<BandTile> acc =
+        tilesOf(results.take_front(accValues), 1, accChunks);
+    Value buffer = rem(sub(steps, c(1)), 2);
+    issueAccumulate(pvOperands(probsOf(results), buffer), acc);
+    scf::YieldOp::create(b, loc, warpgroupWait(b, loc, flattenTiles(acc), 0));
+    b.setInsertionPointToStart(last.elseBlock());
+    scf::YieldOp::create(b, loc, results.take_front(accValues));
+  }
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  SmallVector<Value> out(last.getResults());
+  out.append(results.begin() + accValues, results.begin() + accValues + 4);
+  return out;
+}
