@@ -13,6 +13,7 @@
 #include "AttnRuntime/GpuReference.h"
 #include "AttnRuntime/HostTensor.h"
 #include "GpuTarget.h"
+#include "Harness.h"
 #include "Reference.h"
 
 #include "AttnDialect/Execution/CpuJit.h"
@@ -40,19 +41,15 @@
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
-#include <cmath>
-#include <limits>
 #include <optional>
 #include <random>
 
-#include <unistd.h>
 
 using namespace mlir;
 using namespace attn_run;
@@ -198,121 +195,8 @@ static cl::opt<bool> showBlockMask(
 
 namespace {
 
-[[noreturn]] void fail(const llvm::Twine &message) {
-  llvm::errs() << "attn-run: error: " << message << "\n";
-  std::exit(2);
-}
-
-/// What attn-run is allocating now, for the out-of-memory message (set
-/// beforehand: the handler itself must not allocate).
-std::string allocating;
-
-/// Failed allocations end in an error, exit code 2, rather than LLVM's
-/// "out of memory" abort: a size too large for this machine is bad input.
-[[noreturn]] void outOfMemory(void *, const char *, bool) {
-  llvm::outs().flush();
-  llvm::errs() << "attn-run: error: out of memory";
-  if (!allocating.empty())
-    llvm::errs() << " (" << allocating << ")";
-  llvm::errs() << "\n";
-  std::_Exit(2);
-}
-
-/// Bytes of physical memory, or 0 where the system does not say.
-uint64_t physicalMemory() {
-#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
-  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
-  if (pages > 0 && pageSize > 0)
-    return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
-#endif
-  return 0;
-}
-
-/// The host memory of one case (its buffers and its float64 reference),
-/// counted with overflow checks: a count that wrapped would make buffers
-/// shorter than the kernel writes.
-class Footprint {
-public:
-  explicit Footprint(std::string name) : name(std::move(name)) {}
-
-  /// Adds `what`, `shape` elements of `elementBytes` each.
-  void add(const llvm::Twine &what, ArrayRef<int64_t> shape,
-           int64_t elementBytes) {
-    std::string dims = llvm::join(
-        llvm::map_range(shape, [](int64_t d) { return std::to_string(d); }),
-        "x");
-    int64_t elements = 1, bytes;
-    for (int64_t dim : shape)
-      if (llvm::MulOverflow(elements, dim, elements))
-        fail(name + ": " + what + " has " + dims +
-             " elements, more than a 64-bit count holds");
-    if (llvm::MulOverflow(elements, elementBytes, bytes) ||
-        llvm::AddOverflow(total, bytes, total))
-      fail(name + ": " + what + " (" + dims + " elements of " +
-           llvm::Twine(elementBytes) +
-           " bytes) takes more bytes than a 64-bit count holds");
-  }
-
-  /// Fails unless the total fits in this machine's memory: a larger
-  /// allocation would fail, or be killed once its pages are touched.
-  void checkFits() const {
-    uint64_t memory = physicalMemory();
-    if (memory && static_cast<uint64_t>(total) > memory)
-      fail(llvm::formatv("{0} needs {1} bytes for its buffers and float64 "
-                         "reference, more than this machine's {2} bytes of "
-                         "memory",
-                         name, total, memory));
-  }
-
-  /// Names the allocation for the out-of-memory handler.
-  void announce() const {
-    allocating = llvm::formatv("{0} needs {1} bytes for its buffers and "
-                               "float64 reference",
-                               name, total);
-  }
-
-private:
-  std::string name;
-  int64_t total = 0;
-};
-
 /// The argument attribute that says how attn-run fills a captured tensor.
 constexpr llvm::StringLiteral kFillAttrName = "attn.fill";
-
-std::optional<ElementKind> kindOf(Type type) {
-  if (type.isF32())
-    return ElementKind::F32;
-  if (type.isF16())
-    return ElementKind::F16;
-  if (type.isBF16())
-    return ElementKind::BF16;
-  if (type.isInteger(32))
-    return ElementKind::I32;
-  if (type.isInteger(64))
-    return ElementKind::I64;
-  if (type.isIndex())
-    return ElementKind::Index;
-  return std::nullopt;
-}
-
-/// The sizes to try for one dim: the flag's list, else the static size,
-/// else the default. A value that contradicts a static size is an error.
-std::vector<int64_t> sizesFor(const char *name, ArrayRef<int64_t> flag,
-                              int64_t staticSize, int64_t fallback) {
-  std::vector<int64_t> sizes(flag.begin(), flag.end());
-  if (sizes.empty())
-    sizes.push_back(ShapedType::isDynamic(staticSize) ? fallback : staticSize);
-  for (int64_t size : sizes) {
-    if (size <= 0)
-      fail(llvm::Twine("--") + name + " values must be positive, got " +
-           llvm::Twine(size));
-    if (!ShapedType::isDynamic(staticSize) && size != staticSize)
-      fail(llvm::Twine("--") + name + "=" + llvm::Twine(size) +
-           " contradicts the static size " + llvm::Twine(staticSize) +
-           " in the input");
-  }
-  return sizes;
-}
 
 struct Problem {
   int64_t b, hq, hkv, m, n, d, dv;
@@ -337,20 +221,6 @@ compileForCpu(ModuleOp module, func::FuncOp func, double &compileMs) {
   return std::move(*kernel);
 }
 
-/// Calls the compiled function on `buffers` (one per argument); returns ms.
-double invoke(attn::CpuKernel &kernel,
-              std::vector<std::unique_ptr<HostTensor>> &buffers) {
-  std::vector<void *> descriptors;
-  for (auto &buffer : buffers)
-    descriptors.push_back(buffer->descriptor());
-  auto start = std::chrono::steady_clock::now();
-  if (llvm::Error error = kernel.invoke(descriptors))
-    fail(llvm::toString(std::move(error)));
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now() - start)
-      .count();
-}
-
 /// Compiles @func once, for the CPU (JIT: `kernel`) or the GPU (a kernel
 /// bundle run through the CUDA driver: the result).
 std::unique_ptr<GpuTarget> compileFor(ModuleOp module, func::FuncOp func,
@@ -371,132 +241,6 @@ std::unique_ptr<GpuTarget> compileFor(ModuleOp module, func::FuncOp func,
     fail(llvm::toString(created.takeError()));
   compileMs = (*created)->compileMs();
   return std::move(*created);
-}
-
-/// Prints the summary line of a sweep; returns the exit code.
-int summarize(unsigned cases, unsigned failures, double worst, double allowed) {
-  if (!json)
-    llvm::outs() << llvm::formatv(
-        "attn-run: {0} of {1} cases pass (worst error {2:e}, tolerance "
-        "{3:e})\n",
-        cases - failures, cases, worst, allowed);
-  return failures ? 1 : 0;
-}
-
-/// Checks an attn.softmax: rows of random values spread over [-30, 30], one
-/// in 16 entries -inf, and (with more than one row) a last row that is all
-/// -inf, against a float64 softmax.
-int runSoftmax(ModuleOp module, attn::SoftmaxOp op) {
-  auto func = op->getParentOfType<func::FuncOp>();
-  auto input = dyn_cast<BlockArgument>(op.getInput());
-  auto output = dyn_cast<BlockArgument>(op.getOutput());
-  if (!func || !input || !output || func.getNumArguments() != 2 ||
-      input.getArgNumber() != 0 || output.getArgNumber() != 1)
-    fail("attn-run checks a softmax in a func.func whose arguments are its "
-         "input and its output, in that order");
-  auto inType = cast<RankedTensorType>(input.getType());
-  auto outType = cast<RankedTensorType>(output.getType());
-  if (inType.getRank() != 2)
-    fail("attn-run checks softmax on [rows, length] tensors");
-  std::vector<int64_t> rows =
-      sizesFor("rows", softmaxRows, inType.getDimSize(0), 4);
-  std::vector<int64_t> lengths =
-      sizesFor("row-len", rowLens, inType.getDimSize(1), 1000);
-  Type inElement = inType.getElementType(),
-       outElement = outType.getElementType();
-  // Every case's memory, checked before compiling.
-  auto footprint = [&](int64_t m, int64_t n) {
-    Footprint footprint(llvm::formatv("rows={0} length={1}", m, n));
-    footprint.add("the input", {m, n}, elementBytes(*kindOf(inElement)));
-    footprint.add("the output", {m, n}, elementBytes(*kindOf(outElement)));
-    footprint.add("the float64 reference", {m, n}, sizeof(double));
-    return footprint;
-  };
-  for (int64_t m : rows)
-    for (int64_t n : lengths)
-      footprint(m, n).checkFits();
-
-  double compileMs;
-  std::unique_ptr<attn::CpuKernel> kernel;
-  std::unique_ptr<GpuTarget> gpu = compileFor(module, func, kernel, compileMs);
-  std::string where = gpu ? "gpu (" + gpu->chip() + ")" : "cpu";
-  bool wide = inElement.isF32() && outElement.isF32();
-  double allowed = tolerance > 0 ? tolerance.getValue() : (wide ? 1e-5 : 2e-3);
-  std::string typeName;
-  llvm::raw_string_ostream(typeName) << inElement << "->" << outElement;
-  if (!json)
-    llvm::outs() << "attn-run: target=" << where << " softmax @"
-                 << func.getName() << " dtype=" << typeName
-                 << llvm::formatv(", compiled once in {0:f1} ms\n", compileMs);
-
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> uniform(-30.0, 30.0);
-  unsigned cases = 0, failures = 0;
-  double worst = 0;
-  for (int64_t m : rows)
-    for (int64_t n : lengths) {
-      footprint(m, n).announce();
-      std::vector<std::unique_ptr<HostTensor>> buffers;
-      buffers.push_back(
-          std::make_unique<HostTensor>(*kindOf(inElement), std::vector{m, n}));
-      buffers.push_back(
-          std::make_unique<HostTensor>(*kindOf(outElement), std::vector{m, n}));
-      HostTensor &x = *buffers[0], &y = *buffers[1];
-      double negInf = -std::numeric_limits<double>::infinity();
-      for (int64_t e = 0; e < x.numElements(); ++e) {
-        bool lastRowMasked = m > 1 && e / n == m - 1;
-        x.set(e, lastRowMasked || rng() % 16 == 0 ? negInf : uniform(rng));
-      }
-      y.poison();
-      double runMs;
-      if (gpu) {
-        llvm::Expected<double> ms = gpu->run(buffers, nullptr);
-        if (!ms)
-          fail(llvm::toString(ms.takeError()));
-        runMs = *ms;
-      } else {
-        runMs = invoke(*kernel, buffers);
-      }
-      // One read and one write of the rows.
-      double gbPerS = m * n *
-                      double(elementBytes(x.kind()) + elementBytes(y.kind())) /
-                      (runMs * 1e6);
-
-      std::vector<double> ref(m * n, 0.0);
-      for (int64_t r = 0; r < m; ++r) {
-        double max = negInf, sum = 0;
-        for (int64_t c = 0; c < n; ++c)
-          max = std::max(max, x.get(r * n + c));
-        if (max == negInf)
-          continue; // all -inf: zeros
-        for (int64_t c = 0; c < n; ++c)
-          sum += std::exp(x.get(r * n + c) - max);
-        for (int64_t c = 0; c < n; ++c)
-          ref[r * n + c] = std::exp(x.get(r * n + c) - max) / sum;
-      }
-      bool finite;
-      double error = relativeError(y, ref, finite);
-      bool pass = finite && error <= allowed;
-      ++cases;
-      failures += !pass;
-      worst = std::max(worst, error);
-      if (json)
-        llvm::outs() << llvm::formatv(
-            "{{\"target\": \"{7}\", \"op\": \"softmax\", \"rows\": {0}, "
-            "\"length\": {1}, \"dtype\": \"{2}\", \"error\": {3:e}, "
-            "\"tolerance\": {4:e}, \"run_ms\": {5:f3}, \"gb_per_s\": "
-            "{8:f1}, \"pass\": {6}}\n",
-            m, n, typeName, error, allowed, runMs, pass ? "true" : "false",
-            gpu ? "gpu" : "cpu", gbPerS);
-      else
-        llvm::outs() << llvm::formatv(
-            "  rows={0} length={1}: run {2:f3} ms ({6:f1} GB/s), error "
-            "{3:e}{4}: {5}\n",
-            m, n, runMs, error,
-            finite ? "" : ", non-finite or unwritten outputs",
-            pass ? "PASS" : "FAIL", gbPerS);
-    }
-  return summarize(cases, failures, worst, allowed);
 }
 
 /// Checks the attn.attention of @entry (or of the first function holding
@@ -875,7 +619,7 @@ int runAttention(ModuleOp module) {
                                     blockSizes.first, blockSizes.second)
                    << ref.blocks.picture(0, 0);
   }
-  return summarize(cases, failures, worst, allowed);
+  return summarize(json, cases, failures, worst, allowed);
 }
 
 } // namespace
@@ -966,8 +710,20 @@ int main(int argc, char **argv) {
   });
   bool hasAttention = false;
   module->walk([&](attn::AttentionOp) { hasAttention = true; });
-  if (softmax && !hasAttention)
-    return runSoftmax(*module, softmax);
+  if (softmax && !hasAttention) {
+    SoftmaxSweep sweep;
+    sweep.rows = softmaxRows;
+    sweep.lengths = rowLens;
+    sweep.tolerance = tolerance;
+    sweep.seed = seed;
+    sweep.json = json;
+    auto compile = [&](func::FuncOp func,
+                       std::unique_ptr<attn::CpuKernel> &kernel,
+                       double &compileMs) {
+      return compileFor(*module, func, kernel, compileMs);
+    };
+    return runSoftmax(softmax, sweep, compile);
+  }
 
   return runAttention(*module);
 }

@@ -1,0 +1,134 @@
+//===- Harness.cpp - what attn-run's checks share -------------------------===//
+
+#include "Harness.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+#include <unistd.h>
+
+using namespace mlir;
+using namespace attn_run;
+using namespace attn_runtime;
+
+[[noreturn]] void attn_run::fail(const llvm::Twine &message) {
+  llvm::errs() << "attn-run: error: " << message << "\n";
+  std::exit(2);
+}
+
+/// What attn-run is allocating now, for the out-of-memory message (set
+/// beforehand: the handler itself must not allocate).
+static std::string allocating;
+
+// Failed allocations end in an error, exit code 2, rather than LLVM's
+// "out of memory" abort: a size too large for this machine is bad input.
+[[noreturn]] void attn_run::outOfMemory(void *, const char *, bool) {
+  llvm::outs().flush();
+  llvm::errs() << "attn-run: error: out of memory";
+  if (!allocating.empty())
+    llvm::errs() << " (" << allocating << ")";
+  llvm::errs() << "\n";
+  std::_Exit(2);
+}
+
+/// Bytes of physical memory, or 0 where the system does not say.
+static uint64_t physicalMemory() {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && pageSize > 0)
+    return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
+#endif
+  return 0;
+}
+
+void Footprint::add(const llvm::Twine &what, ArrayRef<int64_t> shape,
+                    int64_t elementBytes) {
+  std::string dims = llvm::join(
+      llvm::map_range(shape, [](int64_t d) { return std::to_string(d); }), "x");
+  int64_t elements = 1, bytes;
+  for (int64_t dim : shape)
+    if (llvm::MulOverflow(elements, dim, elements))
+      fail(name + ": " + what + " has " + dims +
+           " elements, more than a 64-bit count holds");
+  if (llvm::MulOverflow(elements, elementBytes, bytes) ||
+      llvm::AddOverflow(total, bytes, total))
+    fail(name + ": " + what + " (" + dims + " elements of " +
+         llvm::Twine(elementBytes) +
+         " bytes) takes more bytes than a 64-bit count holds");
+}
+
+void Footprint::checkFits() const {
+  uint64_t memory = physicalMemory();
+  if (memory && static_cast<uint64_t>(total) > memory)
+    fail(llvm::formatv("{0} needs {1} bytes for its buffers and float64 "
+                       "reference, more than this machine's {2} bytes of "
+                       "memory",
+                       name, total, memory));
+}
+
+void Footprint::announce() const {
+  allocating = llvm::formatv("{0} needs {1} bytes for its buffers and "
+                             "float64 reference",
+                             name, total);
+}
+
+std::optional<ElementKind> attn_run::kindOf(Type type) {
+  if (type.isF32())
+    return ElementKind::F32;
+  if (type.isF16())
+    return ElementKind::F16;
+  if (type.isBF16())
+    return ElementKind::BF16;
+  if (type.isInteger(32))
+    return ElementKind::I32;
+  if (type.isInteger(64))
+    return ElementKind::I64;
+  if (type.isIndex())
+    return ElementKind::Index;
+  return std::nullopt;
+}
+
+std::vector<int64_t> attn_run::sizesFor(const char *name,
+                                        ArrayRef<int64_t> flag,
+                                        int64_t staticSize, int64_t fallback) {
+  std::vector<int64_t> sizes(flag.begin(), flag.end());
+  if (sizes.empty())
+    sizes.push_back(ShapedType::isDynamic(staticSize) ? fallback : staticSize);
+  for (int64_t size : sizes) {
+    if (size <= 0)
+      fail(llvm::Twine("--") + name + " values must be positive, got " +
+           llvm::Twine(size));
+    if (!ShapedType::isDynamic(staticSize) && size != staticSize)
+      fail(llvm::Twine("--") + name + "=" + llvm::Twine(size) +
+           " contradicts the static size " + llvm::Twine(staticSize) +
+           " in the input");
+  }
+  return sizes;
+}
+
+double attn_run::invoke(attn::CpuKernel &kernel,
+                        std::vector<std::unique_ptr<HostTensor>> &buffers) {
+  std::vector<void *> descriptors;
+  for (auto &buffer : buffers)
+    descriptors.push_back(buffer->descriptor());
+  auto start = std::chrono::steady_clock::now();
+  if (llvm::Error error = kernel.invoke(descriptors))
+    fail(llvm::toString(std::move(error)));
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+int attn_run::summarize(bool json, unsigned cases, unsigned failures,
+                        double worst, double allowed) {
+  if (!json)
+    llvm::outs() << llvm::formatv(
+        "attn-run: {0} of {1} cases pass (worst error {2:e}, tolerance "
+        "{3:e})\n",
+        cases - failures, cases, worst, allowed);
+  return failures ? 1 : 0;
+}
