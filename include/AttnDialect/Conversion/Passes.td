@@ -154,7 +154,8 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
     descriptors, P V with P from registers, and the softmax of S_j
     overlapping the P_j-1 V_j-1 wgmma (FlashAttention-3's intra-warpgroup
     pipelining); the launch carries `attn.wgmma`. Tiles given for
-    mma.sync that wgmma cannot take (4 warps of 128 rows) keep mma.sync.
+    mma.sync that wgmma cannot take (4 warps of 128 rows, one K/V stage)
+    keep mma.sync.
 
     Tiles (q-tile, kv-tile, bands, warps) of 0 are chosen per head dim so
     that a block's registers do not spill and its shared memory fits

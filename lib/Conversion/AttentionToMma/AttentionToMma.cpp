@@ -110,8 +110,8 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
       warpgroupMma && servesWarpgroupMma(shape) && bands.getValue() <= 1;
   std::optional<MmaTiles> tiles =
       chooseTiles(shape, given, warps, sharedMemoryPerBlock);
-  // Tiles given for mma.sync (bands of 32 rows, 64-row warpgroups cut)
-  // keep it.
+  // Tiles given for mma.sync (bands of 32 rows, 64-row warpgroups cut,
+  // one K/V stage) keep it.
   if (!tiles && given.warpgroup) {
     given.warpgroup = false;
     tiles = chooseTiles(shape, given, warps, sharedMemoryPerBlock);
@@ -251,12 +251,7 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
         dims.append({rows, width + pad});
       return dims;
     };
-    auto bytesOf = [](ArrayRef<int64_t> dims) {
-      return 2 * std::accumulate(dims.begin(), dims.end(), int64_t(1),
-                                 std::multiplies<int64_t>());
-    };
-    SmallVector<int64_t> keyDims = tileDims({}, tiles->kvTile, shape.headDim);
-    int64_t keyBytes = bytesOf(keyDims);
+    int64_t keyBytes = tileBytes(*tiles, tiles->kvTile, shape.headDim);
     MmaKernel kernel{rewriter, loc, op, *tiles,
                      RegionInliner(op, boundsChecks ? RegionChecks::DeviceTrap
                                                     : RegionChecks::None)};

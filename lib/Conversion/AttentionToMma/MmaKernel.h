@@ -55,6 +55,10 @@ struct MmaShape {
 /// bytes (swizzled for wgmma, from a base aligned in the kernel).
 int64_t sharedBytes(const MmaTiles &tiles, const MmaShape &shape);
 
+/// Bytes of one shared tile of `rows` rows of `width` 16-bit elements:
+/// padded rows, or swizzled ones (not padded) for wgmma.
+int64_t tileBytes(const MmaTiles &tiles, int64_t rows, int64_t width);
+
 /// Where the K tiles start in the block's shared memory (from the aligned
 /// base for wgmma); the V tiles follow them.
 int64_t keyStageOffset(const MmaTiles &tiles, const MmaShape &shape);

@@ -22,8 +22,7 @@ static int64_t paddedWidth(int64_t width, int64_t elementBytes) {
   return width + 16 / elementBytes;
 }
 
-/// Bytes of a shared tile of 16-bit elements: swizzled rows are not padded.
-static int64_t tileBytes(const MmaTiles &tiles, int64_t rows, int64_t width) {
+int64_t mma::tileBytes(const MmaTiles &tiles, int64_t rows, int64_t width) {
   return rows * (tiles.warpgroup ? width : paddedWidth(width, 2)) * 2;
 }
 
