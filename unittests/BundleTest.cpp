@@ -384,8 +384,10 @@ std::vector<std::vector<int64_t>> gqaShapes() {
           {2, 8, 8, 64}, {2, 8, 8},      {64}};
 }
 
+// Each test writes its own directory: ctest runs them in parallel, and a
+// test rewriting k.ptx would let another read it empty.
 TEST(RuntimeShapes, ReadsTheContractAndChecksArguments) {
-  std::string dir = ::testing::TempDir() + "contract";
+  std::string dir = ::testing::TempDir() + "contract-arguments";
   writeIn(dir, "k.ptx", ".version 8.0\n");
   Bundle bundle;
   std::string error;
@@ -437,7 +439,7 @@ TEST(RuntimeShapes, ReadsTheContractAndChecksArguments) {
 }
 
 TEST(RuntimeShapes, ContractErrorsAreLoadErrors) {
-  std::string dir = ::testing::TempDir() + "contract";
+  std::string dir = ::testing::TempDir() + "contract-errors";
   writeIn(dir, "k.ptx", ".version 8.0\n");
   auto loadWith = [&](const std::string &from, const std::string &to) {
     std::string text = kContractBundle;
