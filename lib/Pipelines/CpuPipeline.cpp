@@ -32,6 +32,7 @@ void addTileStage(OpPassManager &pm, const CpuPipelineOptions &options) {
     pm.addPass(createDeriveBlockMasks());
   LowerBlockMasksOptions lists;
   lists.boundsChecks = options.boundsChecks;
+  lists.boundBlocks = options.boundBlocks;
   pm.addPass(createLowerBlockMasks(lists));
   TileAttentionOptions tile;
   tile.qTile = options.qTile;

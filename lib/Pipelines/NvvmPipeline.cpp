@@ -54,6 +54,7 @@ void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
   LowerBlockMasksOptions lists;
   lists.target = "gpu";
   lists.boundsChecks = options.pipeline.boundsChecks;
+  lists.boundBlocks = options.pipeline.boundBlocks;
   pm.addPass(createLowerBlockMasks(lists));
   if (usesTensorCores(options)) {
     AttentionToMmaOptions mma;

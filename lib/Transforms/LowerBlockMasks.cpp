@@ -9,6 +9,7 @@
 
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/FlashLoop.h"
+#include "AttnDialect/Transforms/MaskBounds.h"
 #include "AttnDialect/Transforms/Passes.h"
 #include "AttnDialect/Transforms/RegionInliner.h"
 
@@ -31,6 +32,10 @@ constexpr int64_t kThreads = 128;
 /// Rows of a block each scan thread evaluates at once: their captured reads
 /// are in flight together.
 constexpr int64_t kUnrollScanRows = 8;
+/// With bounds, a block is cut into one box per thread: this many boxes
+/// across its columns (16 columns each in a 128-wide block), the rest
+/// down its rows.
+constexpr int64_t kBoxColumnParts = 8;
 
 /// The two sides of a block mask: rows of q-blocks that list kv-blocks (what
 /// a forward pass walks) and columns of kv-blocks that list q-blocks (the
@@ -40,10 +45,12 @@ enum class Side { Kv, Q };
 /// Builds the lists of one attn.create_block_mask.
 class ListBuilder {
 public:
-  ListBuilder(RewriterBase &b, CreateBlockMaskOp op, RegionChecks checks)
+  ListBuilder(RewriterBase &b, CreateBlockMaskOp op, RegionChecks checks,
+              bool useBounds)
       : b(b), loc(op.getLoc()), op(op), regions(op, checks),
         qBlock(op.getType().getQBlock()), kvBlock(op.getType().getKvBlock()),
-        i32(b.getI32Type()) {
+        i32(b.getI32Type()),
+        bounded(useBounds && canBoundMaskMod(op.getMaskMod())) {
     for (Operation *user : op->getUsers())
       if (auto field = dyn_cast<BlockMaskFieldOp>(user))
         qSide |= static_cast<int64_t>(field.getField()) > 3;
@@ -75,13 +82,23 @@ private:
   /// each line lists from (kv-blocks for the kv side).
   Value lines(Side side) { return side == Side::Kv ? qBlocks : kvBlocks; }
   Value lineLength(Side side) { return side == Side::Kv ? kvBlocks : qBlocks; }
-  /// Whether mask_mod keeps (any) and drops (any) positions of block
-  /// (qb, kb) of (bi, hi), over the columns first, first + step, ... of
-  /// each of its rows inside the problem; the row loop unrolled by
-  /// `unrollRows`.
-  std::pair<Value, Value> scanBlock(Value bi, Value hi, Value qb, Value kb,
-                                    Value first, int64_t step,
-                                    int64_t unrollRows = 1);
+  /// Whether mask_mod keeps (any) and drops (any) positions of the box
+  /// [qStart, qLimit) x [kvStart, kvLimit) of (bi, hi), its limits inside
+  /// the problem: rows qStart + 0, 1, ..., rows - 1 and columns kvStart +
+  /// first, first + step, ..., below cols, positions past a limit clamped
+  /// and not counted; the row loop unrolled by `unrollRows`.
+  std::pair<Value, Value> scanBox(Value bi, Value hi, Value qStart,
+                                  Value qLimit, int64_t rows, Value kvStart,
+                                  Value kvLimit, int64_t cols, Value first,
+                                  int64_t step, int64_t unrollRows = 1);
+  /// The same for a box of at most rows x cols positions, possibly empty,
+  /// decided by the mask_mod's bounds (MaskBounds.h) where they tell and
+  /// position by position where they do not.
+  std::pair<Value, Value> decideBox(Value bi, Value hi, Value qStart,
+                                    Value qLimit, int64_t rows, Value kvStart,
+                                    Value kvLimit, int64_t cols);
+  /// (keep, drop) of block (qb, kb) of (bi, hi), whole.
+  std::pair<Value, Value> scanBlock(Value bi, Value hi, Value qb, Value kb);
   /// Appends `block` to the partial or full list of its line, as `keep` and
   /// `drop` say; `store(list, position, value)` writes a list. Returns the
   /// new (partial, full) counts.
@@ -107,6 +124,8 @@ private:
   RegionInliner regions;
   int64_t qBlock, kvBlock;
   Type i32;
+  /// Whether blocks are decided by the mask_mod's bounds first.
+  bool bounded;
   /// Whether a field read asks for the q-side lists.
   bool qSide = false;
   Value batch, heads, qLen, kvLen, qBlocks, kvBlocks;
@@ -121,13 +140,13 @@ void ListBuilder::sizes() {
   kvBlocks = arith::CeilDivUIOp::create(b, loc, kvLen, c(kvBlock));
 }
 
-std::pair<Value, Value> ListBuilder::scanBlock(Value bi, Value hi, Value qb,
-                                               Value kb, Value first,
-                                               int64_t step,
-                                               int64_t unrollRows) {
-  Value q0 = mul(qb, c(qBlock)), kv0 = mul(kb, c(kvBlock));
-  Value lastQ = arith::SubIOp::create(b, loc, qLen, c(1));
-  Value lastKv = arith::SubIOp::create(b, loc, kvLen, c(1));
+std::pair<Value, Value> ListBuilder::scanBox(Value bi, Value hi, Value qStart,
+                                             Value qLimit, int64_t rows,
+                                             Value kvStart, Value kvLimit,
+                                             int64_t cols, Value first,
+                                             int64_t step, int64_t unrollRows) {
+  Value lastQ = arith::SubIOp::create(b, loc, qLimit, c(1));
+  Value lastKv = arith::SubIOp::create(b, loc, kvLimit, c(1));
   Value no = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
   Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
   auto less = [&](Value x, Value y) {
@@ -135,29 +154,29 @@ std::pair<Value, Value> ListBuilder::scanBlock(Value bi, Value hi, Value qb,
   };
   // Row by row, the columns first, first + step, ...: neighbouring threads
   // read neighbouring kv positions, as a captured tensor is laid out. The
-  // trip counts are the block sizes, whatever the lengths, so that rows
-  // unroll and their reads overlap. In a block at the problem's edge,
-  // positions past Q_LEN or KV_LEN are clamped to the last one (the
-  // mask_mod sees only positions inside the problem) and do not count;
-  // the other blocks skip that arithmetic.
+  // trip counts are the box's static sizes, whatever the limits, so that
+  // rows unroll and their reads overlap. In a box that crosses a limit,
+  // positions past it are clamped to the last one inside (the mask_mod sees
+  // only positions inside the problem) and do not count; the other boxes
+  // skip that arithmetic.
   auto scanRows = [&](bool atEdge) -> scf::ForOp {
     auto rowLoop =
-        scf::ForOp::create(b, loc, c(0), c(qBlock), c(1), ValueRange{no, no});
+        scf::ForOp::create(b, loc, c(0), c(rows), c(1), ValueRange{no, no});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(rowLoop.getBody());
-      Value row = add(q0, rowLoop.getInductionVar());
+      Value row = add(qStart, rowLoop.getInductionVar());
       Value q = atEdge ? arith::MinUIOp::create(b, loc, row, lastQ) : row;
-      auto columnLoop = scf::ForOp::create(b, loc, first, c(kvBlock), c(step),
+      auto columnLoop = scf::ForOp::create(b, loc, first, c(cols), c(step),
                                            rowLoop.getRegionIterArgs());
       b.setInsertionPointToStart(columnLoop.getBody());
-      Value column = add(kv0, columnLoop.getInductionVar());
+      Value column = add(kvStart, columnLoop.getInductionVar());
       Value kv =
           atEdge ? arith::MinUIOp::create(b, loc, column, lastKv) : column;
       Value keep = regions.maskMod(b, loc, bi, hi, q, kv);
       Value drop = arith::XOrIOp::create(b, loc, keep, yes);
-      Value inside = atEdge ? arith::AndIOp::create(b, loc, less(row, qLen),
-                                                    less(column, kvLen))
+      Value inside = atEdge ? arith::AndIOp::create(b, loc, less(row, qLimit),
+                                                    less(column, kvLimit))
                             : yes;
       ValueRange seen = columnLoop.getRegionIterArgs();
       auto seenIf = [&](Value seenSoFar, Value now) -> Value {
@@ -176,9 +195,9 @@ std::pair<Value, Value> ListBuilder::scanBlock(Value bi, Value hi, Value qb,
   Value interior = arith::AndIOp::create(
       b, loc,
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
-                            add(q0, c(qBlock)), qLen),
+                            add(qStart, c(rows)), qLimit),
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
-                            add(kv0, c(kvBlock)), kvLen));
+                            add(kvStart, c(cols)), kvLimit));
   auto ifOp = scf::IfOp::create(b, loc, TypeRange{b.getI1Type(), b.getI1Type()},
                                 interior, /*withElseRegion=*/true);
   for (bool atEdge : {false, true}) {
@@ -187,6 +206,55 @@ std::pair<Value, Value> ListBuilder::scanBlock(Value bi, Value hi, Value qb,
     scf::YieldOp::create(b, loc, scanRows(atEdge).getResults());
   }
   return {ifOp.getResult(0), ifOp.getResult(1)};
+}
+
+std::pair<Value, Value> ListBuilder::decideBox(Value bi, Value hi, Value qStart,
+                                               Value qLimit, int64_t rows,
+                                               Value kvStart, Value kvLimit,
+                                               int64_t cols) {
+  Type i1 = b.getI1Type();
+  auto less = [&](Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
+  };
+  Value no = arith::ConstantIntOp::create(b, loc, i1, 0);
+  // An empty box keeps and drops nothing.
+  auto nonEmpty =
+      scf::IfOp::create(b, loc, TypeRange{i1, i1},
+                        arith::AndIOp::create(b, loc, less(qStart, qLimit),
+                                              less(kvStart, kvLimit)),
+                        /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(nonEmpty.elseBlock());
+  scf::YieldOp::create(b, loc, ValueRange{no, no});
+  b.setInsertionPointToStart(nonEmpty.thenBlock());
+  Value one = c(1);
+  MaskBounds bounds =
+      boundMaskMod(b, loc, op.getMaskMod(), bi, hi, qStart,
+                   arith::SubIOp::create(b, loc, qLimit, one), kvStart,
+                   arith::SubIOp::create(b, loc, kvLimit, one), rows * cols);
+  // Position by position only when the bounds cannot tell.
+  Value unknown = arith::AndIOp::create(b, loc, bounds.mayKeep, bounds.mayDrop);
+  auto scan = scf::IfOp::create(b, loc, TypeRange{i1, i1}, unknown,
+                                /*withElseRegion=*/true);
+  b.setInsertionPointToStart(scan.thenBlock());
+  auto [keep, drop] =
+      scanBox(bi, hi, qStart, qLimit, rows, kvStart, kvLimit, cols, c(0), 1);
+  scf::YieldOp::create(b, loc, ValueRange{keep, drop});
+  b.setInsertionPointToStart(scan.elseBlock());
+  scf::YieldOp::create(b, loc, ValueRange{bounds.mayKeep, bounds.mayDrop});
+  b.setInsertionPointAfter(scan);
+  scf::YieldOp::create(b, loc, scan.getResults());
+  return {nonEmpty.getResult(0), nonEmpty.getResult(1)};
+}
+
+std::pair<Value, Value> ListBuilder::scanBlock(Value bi, Value hi, Value qb,
+                                               Value kb) {
+  Value q0 = mul(qb, c(qBlock)), kv0 = mul(kb, c(kvBlock));
+  Value qLimit = arith::MinUIOp::create(b, loc, add(q0, c(qBlock)), qLen);
+  Value kvLimit = arith::MinUIOp::create(b, loc, add(kv0, c(kvBlock)), kvLen);
+  if (bounded)
+    return decideBox(bi, hi, q0, qLimit, qBlock, kv0, kvLimit, kvBlock);
+  return scanBox(bi, hi, q0, qLimit, qBlock, kv0, kvLimit, kvBlock, c(0), 1);
 }
 
 std::pair<Value, Value>
@@ -238,9 +306,8 @@ void ListBuilder::fillOnHost(Side side, ArrayRef<Value> buffers) {
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(blockLoop.getBody());
     Value block = blockLoop.getInductionVar();
-    auto [keep, drop] = side == Side::Kv
-                            ? scanBlock(bi, hi, line, block, zero, 1)
-                            : scanBlock(bi, hi, block, line, zero, 1);
+    auto [keep, drop] = side == Side::Kv ? scanBlock(bi, hi, line, block)
+                                         : scanBlock(bi, hi, block, line);
     ValueRange counts = blockLoop.getRegionIterArgs();
     auto [partial, full] =
         append(keep, drop, block, counts[0], counts[1],
@@ -425,8 +492,32 @@ void ListBuilder::buildOnDevice(Operation *end) {
     Value bh = launch.getBlockIds().z, tid = launch.getThreadIds().x;
     Value bi = arith::DivUIOp::create(b, loc, bh, heads);
     Value hi = arith::RemUIOp::create(b, loc, bh, heads);
-    auto [keep, drop] =
-        scanBlock(bi, hi, qb, kb, tid, kThreads, kUnrollScanRows);
+    Value q0 = mul(qb, c(qBlock)), kv0 = mul(kb, c(kvBlock));
+    Value qLimit = arith::MinUIOp::create(b, loc, add(q0, c(qBlock)), qLen);
+    Value kvLimit = arith::MinUIOp::create(b, loc, add(kv0, c(kvBlock)), kvLen);
+    std::pair<Value, Value> seen;
+    if (bounded) {
+      // Each thread decides its own box of the block: most boxes by their
+      // bounds alone, a few (those a mask's edge crosses) position by
+      // position.
+      int64_t kvParts = std::min(kBoxColumnParts, kvBlock);
+      int64_t qParts = kThreads / kvParts;
+      int64_t rows = llvm::divideCeil(qBlock, qParts);
+      int64_t cols = llvm::divideCeil(kvBlock, kvParts);
+      Value qStart = add(
+          q0, mul(arith::DivUIOp::create(b, loc, tid, c(kvParts)), c(rows)));
+      Value kvStart = add(
+          kv0, mul(arith::RemUIOp::create(b, loc, tid, c(kvParts)), c(cols)));
+      seen = decideBox(
+          bi, hi, qStart,
+          arith::MinUIOp::create(b, loc, add(qStart, c(rows)), qLimit), rows,
+          kvStart,
+          arith::MinUIOp::create(b, loc, add(kvStart, c(cols)), kvLimit), cols);
+    } else {
+      seen = scanBox(bi, hi, q0, qLimit, qBlock, kv0, kvLimit, kvBlock, tid,
+                     kThreads, kUnrollScanRows);
+    }
+    auto [keep, drop] = seen;
     Value all = arith::ConstantIntOp::create(b, loc, i32, -1);
     auto vote = [&](Value flag) {
       return NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), all, flag,
@@ -552,7 +643,7 @@ struct LowerBlockMasksPass
     });
     for (CreateBlockMaskOp op : ops) {
       if (onHost) {
-        ListBuilder(rewriter, op, checks).buildOnHost();
+        ListBuilder(rewriter, op, checks, boundBlocks).buildOnHost();
         continue;
       }
       // The lists live until the function returns.
@@ -562,7 +653,7 @@ struct LowerBlockMasksPass
                             "built on the GPU";
         return signalPassFailure();
       }
-      ListBuilder(rewriter, op, checks)
+      ListBuilder(rewriter, op, checks, boundBlocks)
           .buildOnDevice(op->getBlock()->getTerminator());
     }
   }

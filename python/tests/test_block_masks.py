@@ -222,12 +222,16 @@ MASKS = ["sliding-window:40", "prefix:50", "document", "jagged:5",
 
 
 @pytest.mark.parametrize("mask", MASKS)
-@pytest.mark.parametrize("m,n", [(1, 1), (100, 77), (180, 200)])
-def test_create_block_mask_lists_both_sides(mask, m, n):
+@pytest.mark.parametrize("m,n,q_block,kv_block", [
+    (1, 1, 16, 32), (100, 77, 16, 32), (180, 200, 16, 32),
+    (700, 1000, 64, 128), (515, 300, 128, 16)])
+def test_create_block_mask_lists_both_sides(mask, m, n, q_block, kv_block):
+    """Every block's class, whether decided by the mask_mod's bounds or
+    position by position, is the class of the materialized mask."""
     captures = captures_of(mask, max(m, n))
     bm = attn.create_block_mask(mask, m, n, *captures, batch=1, heads=2,
-                                q_block=16, kv_block=32)
-    expected = classes_of(keep_of(mask, m, n, captures), 16, 32)
+                                q_block=q_block, kv_block=kv_block)
+    expected = classes_of(keep_of(mask, m, n, captures), q_block, kv_block)
     assert bm.shape == (1, 2, m, n)
     assert np.array_equal(bm.classes(), np.broadcast_to(expected,
                                                         (1, 2) + expected.shape))

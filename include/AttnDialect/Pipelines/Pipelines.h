@@ -43,6 +43,12 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "the 128 x 128 block mask of its mask_mod, so that its "
                      "kernel skips the blocks the mask removes"),
       llvm::cl::init(true)};
+  Option<bool> boundBlocks{
+      *this, "bound-blocks",
+      llvm::cl::desc("build block masks deciding blocks by interval bounds "
+                     "of the mask_mod where they tell, before evaluating it "
+                     "position by position"),
+      llvm::cl::init(true)};
 };
 
 /// Where the NVVM pipeline stops:
@@ -106,6 +112,12 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
       llvm::cl::desc("give each attention with a mask_mod and no block mask "
                      "the 128 x 128 block mask of its mask_mod, so that its "
                      "kernel skips the blocks the mask removes"),
+      llvm::cl::init(true)};
+  Option<bool> boundBlocks{
+      *this, "bound-blocks",
+      llvm::cl::desc("build block masks deciding blocks by interval bounds "
+                     "of the mask_mod where they tell, before evaluating it "
+                     "position by position"),
       llvm::cl::init(true)};
 };
 

@@ -301,16 +301,26 @@ def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {
     and unlisted when it keeps none. Lists are in increasing block order,
     and entries past a count are 0.
 
-    - `target=cpu`: loops over (b, h, q-block, kv-block) that scan each
+    With `bound-blocks` (the default), a mask_mod made of integer
+    arithmetic, comparisons, i1 logic and reads of captured integer
+    tensors is first bounded by interval arithmetic over a box of positions
+    (its ops evaluated on the box's bounds, a captured read on the elements
+    its index bounds cover): when the bounds show the mask_mod true (false)
+    on the whole box, the box is decided without evaluating it position by
+    position. Only boxes that a mask's edge crosses, or whose bounds cannot
+    tell, are scanned. Other mask_mods are scanned everywhere.
+
+    - `target=cpu`: loops over (b, h, q-block, kv-block) that decide each
       block and append it to the partial or the full list (buffers the
       host allocates); for the q side, the same over (b, h, kv-block,
       q-block).
     - `target=gpu`: kernels on the runtime's workspace (`attn.workspace`):
-      a block of 128 threads per (kv-block, q-block, b * h) scans its
-      block, row by row, and records keep/drop bits with warp votes; one
-      warp per (b, h, q-block), and for the q side one per (b, h,
-      kv-block), then compacts its line into the lists with ballots, the
-      last compaction clearing the bits. A last kernel, at the end of the
+      a block of 128 threads per (kv-block, q-block, b * h) decides its
+      block (each thread a box of it, with bounds; or the whole block row
+      by row, each thread its columns) and records keep/drop bits with
+      warp votes; one warp per (b, h, q-block), and for the q side one per
+      (b, h, kv-block), then compacts its line into the lists with
+      ballots, the last compaction clearing the bits. A last kernel, at the end of the
       function, zeroes the lists, as the workspace's contract asks.
   }];
   let options = [
@@ -318,7 +328,10 @@ def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {
            "where the lists are computed: cpu (host loops) or gpu (kernels)">,
     Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"false",
            "check the mask_mod's captured reads and integer divisions, as "
-           "attn-decompose-attention does">
+           "attn-decompose-attention does">,
+    Option<"boundBlocks", "bound-blocks", "bool", /*default=*/"true",
+           "decide blocks by interval bounds of the mask_mod where they "
+           "tell, before evaluating it position by position">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

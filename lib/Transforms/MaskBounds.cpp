@@ -1,0 +1,459 @@
+//===- MaskBounds.cpp - a mask_mod bounded over a box of positions --------===//
+//
+// Every integer value of the region becomes an interval [lo, hi] of i64
+// values holding its signed value (i1 as 0 and 1), computed at run time
+// from the box's corners. An op whose bounds could overflow, a read whose
+// index bounds leave the tensor, or an unsigned op on bounds that straddle
+// zero makes the bounds unusable; the result then says "unknown".
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttnDialect/Transforms/MaskBounds.h"
+#include "AttnDialect/IR/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Bounds within which sums and products of two bounds are exact in i64.
+constexpr int64_t kAddLimit = int64_t(1) << 61;
+constexpr int64_t kMulLimit = int64_t(1) << 30;
+/// Elements of a captured tensor a bound's read loop loads at once.
+constexpr int64_t kReadsInFlight = 8;
+
+unsigned widthOf(Type type) {
+  return type.isIndex() ? 64 : type.getIntOrFloatBitWidth();
+}
+
+bool isIntegerLike(Type type) {
+  return type.isIndex() ||
+         (isa<IntegerType>(type) && type.getIntOrFloatBitWidth() <= 64);
+}
+
+/// The positive constant divisor of a division or remainder, if it has one.
+std::optional<int64_t> positiveDivisor(Operation *op) {
+  APInt value;
+  if (!matchPattern(op->getOperand(1), m_ConstantInt(&value)))
+    return std::nullopt;
+  int64_t divisor = value.getSExtValue();
+  if (divisor <= 0)
+    return std::nullopt;
+  return divisor;
+}
+
+bool isDivision(Operation *op) {
+  return isa<arith::DivSIOp, arith::DivUIOp, arith::FloorDivSIOp,
+             arith::CeilDivSIOp, arith::CeilDivUIOp, arith::RemSIOp,
+             arith::RemUIOp>(op);
+}
+
+bool isCast(Operation *op) {
+  return isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+             arith::ExtUIOp, arith::TruncIOp>(op);
+}
+
+bool canBound(Operation &op) {
+  if (op.getNumRegions() != 0)
+    return false;
+  if (isa<YieldOp>(op))
+    return true;
+  for (Type type : op.getResultTypes())
+    if (!isIntegerLike(type))
+      return false;
+  if (auto extract = dyn_cast<tensor::ExtractOp>(op))
+    return isIntegerLike(extract.getType());
+  for (Type type : op.getOperandTypes())
+    if (!isIntegerLike(type))
+      return false;
+  if (isDivision(&op))
+    return positiveDivisor(&op).has_value();
+  if (isCast(&op))
+    return !op.getResult(0).getType().isInteger(1) ||
+           op.getOperand(0).getType().isInteger(1);
+  if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
+    // i1 is signed -1 for true: only its unsigned order is 0 < 1.
+    using P = arith::CmpIPredicate;
+    P p = cmp.getPredicate();
+    bool isSigned = p == P::slt || p == P::sle || p == P::sgt || p == P::sge;
+    return !(isSigned && cmp.getLhs().getType().isInteger(1));
+  }
+  if (isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp>(op))
+    return op.getResult(0).getType().isInteger(1);
+  return isa<arith::ConstantOp, arith::AddIOp, arith::SubIOp, arith::MulIOp,
+             arith::MinSIOp, arith::MaxSIOp, arith::MinUIOp, arith::MaxUIOp,
+             arith::SelectOp>(op);
+}
+
+struct Interval {
+  Value lo, hi;
+};
+
+class Bounder {
+public:
+  Bounder(OpBuilder &b, Location loc, int64_t maxReadSpan)
+      : b(b), loc(loc), maxReadSpan(maxReadSpan), i64(b.getI64Type()) {}
+
+  MaskBounds run(Region &region, ArrayRef<Interval> args);
+
+private:
+  using P = arith::CmpIPredicate;
+
+  Value c(int64_t v) { return arith::ConstantIntOp::create(b, loc, i64, v); }
+  Value cmp(P p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value either(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
+  Value select(Value cond, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, cond, x, y);
+  }
+  Value smin(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value smax(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value toI64(Value v) {
+    if (v.getType().isIndex())
+      return arith::IndexCastOp::create(b, loc, i64, v);
+    if (v.getType().isInteger(1))
+      return arith::ExtUIOp::create(b, loc, i64, v);
+    if (v.getType() == i64)
+      return v;
+    return arith::ExtSIOp::create(b, loc, i64, v);
+  }
+  /// The 0/1 interval of an i1 that is true for sure (`must`) or may be.
+  Interval truth(Value must, Value may) { return {toI64(must), toI64(may)}; }
+  Value isOne(Value v) { return cmp(P::eq, v, c(1)); }
+  Value isZero(Value v) { return cmp(P::eq, v, c(0)); }
+  Interval unknownTruth() { return {c(0), c(1)}; }
+
+  /// The bounds are usable only if `ok` holds.
+  void require(Value ok) { valid = valid ? both(valid, ok) : ok; }
+  void requireWithin(Interval x, int64_t limit) {
+    require(both(cmp(P::sge, x.lo, c(-limit)), cmp(P::sle, x.hi, c(limit))));
+  }
+  void requireNonNegative(Interval x) { require(cmp(P::sge, x.lo, c(0))); }
+  /// That the bounds of a `width`-bit result hold its signed values.
+  void requireFits(Interval x, unsigned width) {
+    if (width >= 64 || width == 1)
+      return;
+    int64_t top = (int64_t(1) << (width - 1)) - 1;
+    require(both(cmp(P::sge, x.lo, c(-top - 1)), cmp(P::sle, x.hi, c(top))));
+  }
+
+  Interval get(Value v);
+  Interval visit(Operation &op);
+  Interval compare(arith::CmpIOp op, Interval x, Interval y);
+  Interval divide(Operation *op, Interval x, int64_t divisor);
+  Interval read(tensor::ExtractOp op);
+
+  OpBuilder &b;
+  Location loc;
+  int64_t maxReadSpan;
+  Type i64;
+  Value valid;
+  DenseMap<Value, Interval> intervals;
+};
+
+Interval Bounder::get(Value v) {
+  auto it = intervals.find(v);
+  if (it != intervals.end())
+    return it->second;
+  // A value from outside the region is one value.
+  Value same = toI64(v);
+  return intervals[v] = {same, same};
+}
+
+Interval Bounder::compare(arith::CmpIOp op, Interval x, Interval y) {
+  P p = op.getPredicate();
+  bool isUnsigned = p == P::ult || p == P::ule || p == P::ugt || p == P::uge;
+  P less = isUnsigned ? P::ult : P::slt;
+  P lessEq = isUnsigned ? P::ule : P::sle;
+  Value must, may;
+  switch (p) {
+  case P::slt:
+  case P::ult:
+    must = cmp(less, x.hi, y.lo);
+    may = cmp(less, x.lo, y.hi);
+    break;
+  case P::sle:
+  case P::ule:
+    must = cmp(lessEq, x.hi, y.lo);
+    may = cmp(lessEq, x.lo, y.hi);
+    break;
+  case P::sgt:
+  case P::ugt:
+    must = cmp(less, y.hi, x.lo);
+    may = cmp(less, y.lo, x.hi);
+    break;
+  case P::sge:
+  case P::uge:
+    must = cmp(lessEq, y.hi, x.lo);
+    may = cmp(lessEq, y.lo, x.hi);
+    break;
+  case P::eq:
+  case P::ne: {
+    Value single = both(cmp(P::eq, x.lo, x.hi), cmp(P::eq, y.lo, y.hi));
+    Value equal = both(single, cmp(P::eq, x.lo, y.lo));
+    Value overlap = both(cmp(P::sle, x.lo, y.hi), cmp(P::sle, y.lo, x.hi));
+    if (p == P::eq) {
+      must = equal;
+      may = overlap;
+    } else {
+      Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+      must = arith::XOrIOp::create(b, loc, overlap, yes);
+      may = arith::XOrIOp::create(b, loc, equal, yes);
+    }
+    break;
+  }
+  }
+  if (isUnsigned) {
+    // Unsigned order is the order of the bounds when neither interval
+    // straddles zero (signed -1 is the largest unsigned value).
+    auto contiguous = [&](Interval z) {
+      return either(cmp(P::sge, z.lo, c(0)), cmp(P::slt, z.hi, c(0)));
+    };
+    Value ordered = both(contiguous(x), contiguous(y));
+    Value no = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+    Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    must = select(ordered, must, no);
+    may = select(ordered, may, yes);
+  }
+  return truth(must, may);
+}
+
+Interval Bounder::divide(Operation *op, Interval x, int64_t divisor) {
+  Value d = c(divisor);
+  if (isa<arith::DivUIOp, arith::CeilDivUIOp, arith::RemUIOp>(op))
+    requireNonNegative(x);
+  // Quotients are monotonic in the dividend for a positive divisor; on
+  // non-negative dividends the unsigned ops are the signed ones.
+  auto quotient = [&](Value v) -> Value {
+    if (isa<arith::FloorDivSIOp>(op))
+      return arith::FloorDivSIOp::create(b, loc, v, d);
+    if (isa<arith::CeilDivSIOp, arith::CeilDivUIOp>(op))
+      return arith::CeilDivSIOp::create(b, loc, v, d);
+    return arith::DivSIOp::create(b, loc, v, d);
+  };
+  if (!isa<arith::RemSIOp, arith::RemUIOp>(op))
+    return {quotient(x.lo), quotient(x.hi)};
+  // A remainder is exact within one quotient, else any of [0, d - 1] (or,
+  // with negative dividends, [-(d - 1), d - 1]).
+  Value nonNegative = cmp(P::sge, x.lo, c(0));
+  Value sameQuotient = cmp(P::eq, quotient(x.lo), quotient(x.hi));
+  Value exact = both(nonNegative, sameQuotient);
+  Value lo = select(exact, arith::RemSIOp::create(b, loc, x.lo, d),
+                    select(nonNegative, c(0), c(1 - divisor)));
+  Value hi =
+      select(exact, arith::RemSIOp::create(b, loc, x.hi, d), c(divisor - 1));
+  return {lo, hi};
+}
+
+Interval Bounder::read(tensor::ExtractOp op) {
+  Value tensor = op.getTensor();
+  // The index bounds must lie in the tensor, and cover at most
+  // maxReadSpan elements.
+  SmallVector<Interval> box;
+  SmallVector<Value> spans;
+  Value ok;
+  Value volume = c(1);
+  for (auto [dim, indexValue] : llvm::enumerate(op.getIndices())) {
+    Interval at = get(indexValue);
+    Value size = toI64(tensor::DimOp::create(b, loc, tensor, dim));
+    Value span = arith::AddIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, at.hi, at.lo), c(1));
+    Value inside = both(cmp(P::sge, at.lo, c(0)), cmp(P::slt, at.hi, size));
+    inside = both(inside, both(cmp(P::sge, span, c(1)),
+                               cmp(P::sle, span, c(maxReadSpan))));
+    ok = ok ? both(ok, inside) : inside;
+    volume = arith::MulIOp::create(b, loc, volume, smin(span, c(maxReadSpan)));
+    box.push_back(at);
+    spans.push_back(span);
+  }
+  if (box.empty()) {
+    Value v = toI64(tensor::ExtractOp::create(b, loc, tensor, ValueRange{}));
+    return {v, v};
+  }
+  ok = both(ok, cmp(P::sle, volume, c(maxReadSpan)));
+  require(ok);
+  // Nested loops over the box (none when the bounds are unusable); the
+  // innermost one reads kReadsInFlight elements a step, the last step's
+  // extra reads repeating the last element, so that they are in flight
+  // together.
+  Type indexType = b.getIndexType();
+  auto toIndex = [&](Value v) {
+    return arith::IndexCastOp::create(b, loc, indexType, v).getResult();
+  };
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  SmallVector<Value> indices;
+  SmallVector<scf::ForOp> loops;
+  Value minValue = c(std::numeric_limits<int64_t>::max());
+  Value maxValue = c(std::numeric_limits<int64_t>::min());
+  OpBuilder::InsertionGuard guard(b);
+  for (auto [dim, at, span] : llvm::enumerate(box, spans)) {
+    bool innermost = dim + 1 == box.size();
+    Value upper = toIndex(select(ok, span, c(0)));
+    ValueRange carried = loops.empty() ? ValueRange{minValue, maxValue}
+                                       : loops.back().getRegionIterArgs();
+    auto loop = scf::ForOp::create(
+        b, loc, zero, upper,
+        arith::ConstantIndexOp::create(b, loc, innermost ? kReadsInFlight : 1),
+        carried);
+    b.setInsertionPointToStart(loop.getBody());
+    indices.push_back(
+        arith::AddIOp::create(b, loc, toIndex(at.lo), loop.getInductionVar()));
+    loops.push_back(loop);
+  }
+  ValueRange carried = loops.back().getRegionIterArgs();
+  Value lo = carried[0], hi = carried[1];
+  Value last = toIndex(box.back().hi);
+  for (int64_t i = 0; i < kReadsInFlight; ++i) {
+    SmallVector<Value> at(indices);
+    at.back() = arith::MinSIOp::create(
+        b, loc,
+        arith::AddIOp::create(b, loc, indices.back(),
+                              arith::ConstantIndexOp::create(b, loc, i)),
+        last);
+    Value element = toI64(tensor::ExtractOp::create(b, loc, tensor, at));
+    lo = smin(lo, element);
+    hi = smax(hi, element);
+  }
+  scf::YieldOp::create(b, loc, ValueRange{lo, hi});
+  for (size_t i = loops.size() - 1; i > 0; --i) {
+    b.setInsertionPointAfter(loops[i]);
+    scf::YieldOp::create(b, loc, loops[i].getResults());
+  }
+  b.setInsertionPointAfter(loops.front());
+  return {loops.front().getResult(0), loops.front().getResult(1)};
+}
+
+Interval Bounder::visit(Operation &op) {
+  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    APInt value = cast<IntegerAttr>(constant.getValue()).getValue();
+    int64_t v = constant.getType().isInteger(1) ? value.getZExtValue()
+                                                : value.getSExtValue();
+    return {c(v), c(v)};
+  }
+  if (auto extract = dyn_cast<tensor::ExtractOp>(op))
+    return read(extract);
+  Interval x = get(op.getOperand(0));
+  if (isCast(&op)) {
+    Type from = op.getOperand(0).getType(), to = op.getResult(0).getType();
+    unsigned fromWidth = widthOf(from), toWidth = widthOf(to);
+    if (toWidth < fromWidth) {
+      requireFits(x, toWidth);
+      return x;
+    }
+    bool zeroExtends = isa<arith::ExtUIOp, arith::IndexCastUIOp>(op);
+    if (from.isInteger(1) && !zeroExtends)
+      // Sign-extended true is -1.
+      return {arith::SubIOp::create(b, loc, c(0), x.hi),
+              arith::SubIOp::create(b, loc, c(0), x.lo)};
+    if (zeroExtends && !from.isInteger(1) && toWidth > fromWidth)
+      requireNonNegative(x);
+    return x;
+  }
+  if (isDivision(&op))
+    return divide(&op, x, *positiveDivisor(&op));
+  if (auto select = dyn_cast<arith::SelectOp>(op)) {
+    Interval t = get(select.getTrueValue()), f = get(select.getFalseValue());
+    Value always = isOne(x.lo), never = isZero(x.hi);
+    return {
+        this->select(always, t.lo, this->select(never, f.lo, smin(t.lo, f.lo))),
+        this->select(always, t.hi,
+                     this->select(never, f.hi, smax(t.hi, f.hi)))};
+  }
+  Interval y = get(op.getOperand(1));
+  unsigned width = widthOf(op.getResult(0).getType());
+  if (auto cmpOp = dyn_cast<arith::CmpIOp>(op))
+    return compare(cmpOp, x, y);
+  if (isa<arith::AddIOp, arith::SubIOp>(op)) {
+    requireWithin(x, kAddLimit);
+    requireWithin(y, kAddLimit);
+    Interval sum = isa<arith::AddIOp>(op)
+                       ? Interval{arith::AddIOp::create(b, loc, x.lo, y.lo),
+                                  arith::AddIOp::create(b, loc, x.hi, y.hi)}
+                       : Interval{arith::SubIOp::create(b, loc, x.lo, y.hi),
+                                  arith::SubIOp::create(b, loc, x.hi, y.lo)};
+    requireFits(sum, width);
+    return sum;
+  }
+  if (isa<arith::MulIOp>(op)) {
+    requireWithin(x, kMulLimit);
+    requireWithin(y, kMulLimit);
+    Value products[] = {arith::MulIOp::create(b, loc, x.lo, y.lo),
+                        arith::MulIOp::create(b, loc, x.lo, y.hi),
+                        arith::MulIOp::create(b, loc, x.hi, y.lo),
+                        arith::MulIOp::create(b, loc, x.hi, y.hi)};
+    Interval product = {
+        smin(smin(products[0], products[1]), smin(products[2], products[3])),
+        smax(smax(products[0], products[1]), smax(products[2], products[3]))};
+    requireFits(product, width);
+    return product;
+  }
+  if (isa<arith::MinUIOp, arith::MaxUIOp>(op)) {
+    // On non-negative values unsigned order is signed order.
+    requireNonNegative(x);
+    requireNonNegative(y);
+  }
+  if (isa<arith::MinSIOp, arith::MinUIOp, arith::AndIOp>(op))
+    return {smin(x.lo, y.lo), smin(x.hi, y.hi)};
+  if (isa<arith::MaxSIOp, arith::MaxUIOp, arith::OrIOp>(op))
+    return {smax(x.lo, y.lo), smax(x.hi, y.hi)};
+  assert(isa<arith::XOrIOp>(op) && "canBoundMaskMod admits no other op");
+  // Always true when one side is always true and the other never is; may be
+  // true when one may be true while the other may be false.
+  Value must =
+      either(both(isOne(x.lo), isZero(y.hi)), both(isZero(x.hi), isOne(y.lo)));
+  Value may =
+      either(both(isOne(x.hi), isZero(y.lo)), both(isZero(x.lo), isOne(y.hi)));
+  return truth(must, may);
+}
+
+MaskBounds Bounder::run(Region &region, ArrayRef<Interval> args) {
+  Block &block = region.front();
+  for (auto [arg, interval] : llvm::zip(block.getArguments(), args))
+    intervals[arg] = interval;
+  for (Operation &op : block.without_terminator())
+    intervals[op.getResult(0)] = visit(op);
+  Interval result = get(cast<YieldOp>(block.getTerminator()).getValues()[0]);
+  Value mayKeep = isOne(result.hi), mayDrop = isZero(result.lo);
+  if (valid) {
+    Value unknown = arith::XOrIOp::create(
+        b, loc, valid, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+    mayKeep = either(mayKeep, unknown);
+    mayDrop = either(mayDrop, unknown);
+  }
+  return {mayKeep, mayDrop};
+}
+
+} // namespace
+
+bool mlir::attn::canBoundMaskMod(Region &maskMod) {
+  if (!maskMod.hasOneBlock())
+    return false;
+  for (Operation &op : maskMod.front())
+    if (!canBound(op) || (op.getNumResults() > 1))
+      return false;
+  return true;
+}
+
+MaskBounds mlir::attn::boundMaskMod(OpBuilder &builder, Location loc,
+                                    Region &maskMod, Value b, Value h,
+                                    Value qFirst, Value qLast, Value kvFirst,
+                                    Value kvLast, int64_t maxReadSpan) {
+  Bounder bounder(builder, loc, maxReadSpan);
+  auto i64 = builder.getI64Type();
+  auto cast = [&](Value v) {
+    return arith::IndexCastOp::create(builder, loc, i64, v).getResult();
+  };
+  Value bi = cast(b), hi = cast(h);
+  return bounder.run(maskMod, {Interval{bi, bi}, Interval{hi, hi},
+                               Interval{cast(qFirst), cast(qLast)},
+                               Interval{cast(kvFirst), cast(kvLast)}});
+}

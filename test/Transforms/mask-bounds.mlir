@@ -1,0 +1,113 @@
+// RUN: attn-opt %s --attn-lower-block-masks --canonicalize --split-input-file | FileCheck %s
+// RUN: attn-opt %s --attn-lower-block-masks=bound-blocks=false --canonicalize --split-input-file | FileCheck %s --check-prefix=SCAN
+// RUN: attn-opt %s --attn-lower-block-masks=target=gpu --canonicalize --split-input-file | FileCheck %s --check-prefix=GPU
+
+// A block is first bounded: the window's ops on the i64 bounds of the
+// block's positions (the subtraction's bounds cross the block corners,
+// unsigned compares only of bounds that do not straddle zero), and the
+// mask_mod is evaluated position by position only when the bounds leave
+// both a kept and a dropped position possible.
+// CHECK-LABEL: func.func @window
+// CHECK:         %[[Q0:.*]] = arith.index_cast %{{.*}} : index to i64
+// CHECK:         %[[Q1:.*]] = arith.index_cast %{{.*}} : index to i64
+// CHECK:         %[[KV0:.*]] = arith.index_cast %{{.*}} : index to i64
+// CHECK:         %[[KV1:.*]] = arith.index_cast %{{.*}} : index to i64
+// CHECK-DAG:     arith.subi %[[Q0]], %[[KV1]] : i64
+// CHECK-DAG:     arith.subi %[[Q1]], %[[KV0]] : i64
+// CHECK:         arith.cmpi ult, %{{.*}}, %c64_i64 : i64
+// CHECK:         %[[UNKNOWN:.*]] = arith.andi
+// CHECK:         scf.if %[[UNKNOWN]] -> (i1, i1) {
+// CHECK:           scf.for
+// CHECK:             scf.for
+// CHECK:               arith.cmpi uge, %{{.*}}, %{{.*}} : index
+// Without bounds, every block is scanned.
+// SCAN-LABEL: func.func @window
+// SCAN-NOT:     i64
+// SCAN:         arith.cmpi uge, %{{.*}}, %{{.*}} : index
+// On the GPU each thread bounds its own box of the block: 16 x 32 blocks
+// are 16 rows of 8 boxes of 4 columns.
+// GPU-LABEL: func.func @window
+// GPU:         gpu.launch blocks({{.*}}) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in
+// GPU:           arith.divui %[[TID]], %c8 : index
+// GPU:           %[[PART:.*]] = arith.remui %[[TID]], %c8 : index
+// GPU:           arith.muli %[[PART]], %c4 : index
+// GPU:           arith.cmpi ult, %{{.*}}, %c64_i64 : i64
+// GPU:           nvvm.vote.sync any
+func.func @window(%n: index) -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
+  %c1 = arith.constant 1 : index
+  %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%n) kv_len(%n)
+      : !attn.block_mask<q_block = 16, kv_block = 32> mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %c64 = arith.constant 64 : index
+        %d = arith.subi %qi, %kv : index
+        %ge = arith.cmpi uge, %qi, %kv : index
+        %lt = arith.cmpi ult, %d, %c64 : index
+        %keep = arith.andi %ge, %lt : i1
+        attn.yield %keep : i1
+      }
+  %num = attn.block_mask_field kv_num_blocks of %bm
+      : !attn.block_mask<q_block = 16, kv_block = 32> -> tensor<?x?x?xi32>
+  %idx = attn.block_mask_field kv_indices of %bm
+      : !attn.block_mask<q_block = 16, kv_block = 32> -> tensor<?x?x?x?xi32>
+  return %num, %idx : tensor<?x?x?xi32>, tensor<?x?x?x?xi32>
+}
+
+// -----
+
+// A captured read is bounded by the elements its index bounds cover, read
+// eight at a time (the last ones repeated past the bound) after checking
+// that the bounds lie in the tensor; the comparison of two reads is decided
+// when their bounds are one equal value or do not overlap.
+// CHECK-LABEL: func.func @documents
+// CHECK:         tensor.dim %[[IDS:.*]], %c0
+// CHECK:         scf.for %{{.*}} step %c8 iter_args
+// CHECK-COUNT-8:   tensor.extract %[[IDS]]
+// CHECK:         scf.for %{{.*}} step %c8 iter_args
+// CHECK-COUNT-8:   tensor.extract %[[IDS]]
+// CHECK:         arith.cmpi eq, %{{.*}}, %{{.*}} : i64
+// SCAN-LABEL: func.func @documents
+// SCAN-NOT:     step %c8
+func.func @documents(%n: index, %ids: tensor<?xi32>)
+    -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
+  %c1 = arith.constant 1 : index
+  %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%n) kv_len(%n)
+      : !attn.block_mask<q_block = 128, kv_block = 128> mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %a = tensor.extract %ids[%qi] : tensor<?xi32>
+        %c = tensor.extract %ids[%kv] : tensor<?xi32>
+        %keep = arith.cmpi eq, %a, %c : i32
+        attn.yield %keep : i1
+      }
+  %num = attn.block_mask_field kv_num_blocks of %bm
+      : !attn.block_mask<q_block = 128, kv_block = 128> -> tensor<?x?x?xi32>
+  %idx = attn.block_mask_field kv_indices of %bm
+      : !attn.block_mask<q_block = 128, kv_block = 128> -> tensor<?x?x?x?xi32>
+  return %num, %idx : tensor<?x?x?xi32>, tensor<?x?x?x?xi32>
+}
+
+// -----
+
+// A mask_mod with ops that have no bounds here (float arithmetic) is
+// scanned position by position.
+// CHECK-LABEL: func.func @float_mask
+// CHECK-NOT:     : i64
+// CHECK:         arith.mulf
+func.func @float_mask(%n: index) -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
+  %c1 = arith.constant 1 : index
+  %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%n) kv_len(%n)
+      : !attn.block_mask<q_block = 16, kv_block = 16> mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %d = arith.subi %qi, %kv : index
+        %di = arith.index_cast %d : index to i32
+        %f = arith.sitofp %di : i32 to f32
+        %square = arith.mulf %f, %f : f32
+        %limit = arith.constant 100.0 : f32
+        %keep = arith.cmpf olt, %square, %limit : f32
+        attn.yield %keep : i1
+      }
+  %num = attn.block_mask_field kv_num_blocks of %bm
+      : !attn.block_mask<q_block = 16, kv_block = 16> -> tensor<?x?x?xi32>
+  %idx = attn.block_mask_field kv_indices of %bm
+      : !attn.block_mask<q_block = 16, kv_block = 16> -> tensor<?x?x?x?xi32>
+  return %num, %idx : tensor<?x?x?xi32>, tensor<?x?x?x?xi32>
+}
