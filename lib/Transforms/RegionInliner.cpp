@@ -10,6 +10,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/InferIntRangeInterface.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -44,6 +47,134 @@ Value RegionInliner::scoreMod(OpBuilder &builder, Location loc, Value score,
 Value RegionInliner::maskMod(OpBuilder &builder, Location loc, Value b, Value h,
                              Value q, Value kv) {
   return inlineRegion(builder, loc, *maskModRegion, {b, h, q, kv});
+}
+
+/// The type of a value of `type` evaluated in i32: index and integers wider
+/// than 32 bits become i32.
+static Type narrowedType(Type type) {
+  bool wide = type.isIndex() ||
+              (isa<IntegerType>(type) && type.getIntOrFloatBitWidth() > 32);
+  return wide ? IntegerType::get(type.getContext(), 32) : type;
+}
+
+static unsigned rangeWidth(Type type) {
+  return type.isIndex() ? IndexType::kInternalStorageBitWidth
+                        : type.getIntOrFloatBitWidth();
+}
+
+bool RegionInliner::maskModFitsI32() {
+  if (checks != RegionChecks::None || !maskModRegion->hasOneBlock())
+    return false;
+  Block &block = maskModRegion->front();
+  auto isInteger = [](Type type) {
+    return type.isIndex() ||
+           (isa<IntegerType>(type) && type.getIntOrFloatBitWidth() <= 64);
+  };
+  DenseMap<Value, ConstantIntRanges> ranges;
+  for (BlockArgument arg : block.getArguments())
+    ranges.try_emplace(
+        arg, ConstantIntRanges::fromSigned(
+                 APInt(64, 0), APInt(64, std::numeric_limits<int32_t>::max())));
+  auto rangeOf = [&](Value v) {
+    auto it = ranges.find(v);
+    return it != ranges.end()
+               ? it->second
+               : ConstantIntRanges::maxRange(rangeWidth(v.getType()));
+  };
+  // A value wider than 32 bits must keep to i32's range; narrower ones are
+  // evaluated in their own type.
+  auto fits = [&](Value v) {
+    if (!isInteger(v.getType()) || rangeWidth(v.getType()) <= 32)
+      return true;
+    ConstantIntRanges range = rangeOf(v);
+    return range.smin().getSExtValue() >= std::numeric_limits<int32_t>::min() &&
+           range.smax().getSExtValue() <= std::numeric_limits<int32_t>::max();
+  };
+  for (Operation &op : block.without_terminator()) {
+    if (op.getNumRegions() != 0 || op.getNumResults() != 1 ||
+        !isInteger(op.getResult(0).getType()))
+      return false;
+    if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+      ranges.try_emplace(
+          extract.getResult(),
+          ConstantIntRanges::maxRange(rangeWidth(extract.getType())));
+    } else {
+      auto infer = dyn_cast<InferIntRangeInterface>(op);
+      if (!infer || !isa<arith::ArithDialect>(op.getDialect()))
+        return false;
+      SmallVector<ConstantIntRanges> operands;
+      for (Value operand : op.getOperands()) {
+        if (!isInteger(operand.getType()))
+          return false;
+        operands.push_back(rangeOf(operand));
+      }
+      // Unsigned division of a negative value differs between widths.
+      if (isa<arith::DivUIOp, arith::RemUIOp, arith::CeilDivUIOp>(op) &&
+          llvm::any_of(operands, [](const ConstantIntRanges &range) {
+            return range.smin().isNegative();
+          }))
+        return false;
+      infer.inferResultRanges(operands,
+                              [&](Value v, const ConstantIntRanges &range) {
+                                ranges.insert_or_assign(v, range);
+                              });
+    }
+    if (!llvm::all_of(op.getOperands(), fits) || !fits(op.getResult(0)))
+      return false;
+  }
+  return true;
+}
+
+Value RegionInliner::maskModI32(OpBuilder &builder, Location l, Value b,
+                                Value h, Value q, Value kv) {
+  Block &block = maskModRegion->front();
+  IRMapping mapping;
+  mapping.map(block.getArguments(), ValueRange{b, h, q, kv});
+  Type indexType = builder.getIndexType();
+  for (Operation &op : block.without_terminator()) {
+    Value result = op.getResult(0);
+    Type type = narrowedType(result.getType());
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      APInt value = cast<IntegerAttr>(constant.getValue()).getValue();
+      mapping.map(
+          result,
+          arith::ConstantOp::create(
+              builder, l,
+              builder.getIntegerAttr(
+                  type, value.sextOrTrunc(type.getIntOrFloatBitWidth())))
+              .getResult());
+      continue;
+    }
+    if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+      SmallVector<Value> indices;
+      for (Value index : extract.getIndices())
+        indices.push_back(arith::IndexCastOp::create(
+            builder, l, indexType, mapping.lookupOrDefault(index)));
+      mapping.map(result, tensor::ExtractOp::create(
+                              builder, l, extract.getTensor(), indices)
+                              .getResult());
+      continue;
+    }
+    if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+            arith::ExtUIOp, arith::TruncIOp>(op)) {
+      Value source = mapping.lookupOrDefault(op.getOperand(0));
+      unsigned from = source.getType().getIntOrFloatBitWidth();
+      unsigned to = type.getIntOrFloatBitWidth();
+      Value cast = source;
+      if (from < to && isa<arith::IndexCastUIOp, arith::ExtUIOp>(op))
+        cast = arith::ExtUIOp::create(builder, l, type, source);
+      else if (from < to)
+        cast = arith::ExtSIOp::create(builder, l, type, source);
+      else if (from > to)
+        cast = arith::TruncIOp::create(builder, l, type, source);
+      mapping.map(result, cast);
+      continue;
+    }
+    Operation *copy = builder.clone(op, mapping);
+    copy->getResult(0).setType(type);
+  }
+  return mapping.lookupOrDefault(
+      cast<YieldOp>(block.getTerminator()).getValues()[0]);
 }
 
 Value RegionInliner::inlineRegion(OpBuilder &builder, Location l,

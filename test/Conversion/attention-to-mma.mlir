@@ -163,6 +163,52 @@ func.func @regions_f16(%q: tensor<1x4x?x128xf16>, %k: tensor<1x4x?x128xf16>,
 
 // -----
 
+// A mask_mod whose values provably fit in i32 (positions are below 2^31)
+// runs in i32 on the partial blocks; one whose values may not (a position
+// minus a captured i32) keeps index arithmetic.
+// CHECK-LABEL: func.func @mask_in_i32
+// CHECK: gpu.launch
+// CHECK: %[[D:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
+// CHECK: arith.cmpi ult, %[[D]], %{{.*}} : i32
+// CHECK-LABEL: func.func @mask_in_index
+// CHECK: gpu.launch
+// CHECK: %[[START:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK: arith.subi %{{.*}}, %[[START]] : index
+func.func @mask_in_i32(%q: tensor<1x4x?x64xf16>, %k: tensor<1x4x?x64xf16>,
+                       %v: tensor<1x4x?x64xf16>, %o: tensor<1x4x?x64xf16>)
+    -> tensor<1x4x?x64xf16> {
+  %r = attn.attention ins(%q, %k, %v : tensor<1x4x?x64xf16>, tensor<1x4x?x64xf16>, tensor<1x4x?x64xf16>)
+      outs(%o : tensor<1x4x?x64xf16>)
+      mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %w = arith.constant 100 : index
+        %d = arith.subi %qi, %kv : index
+        %near = arith.cmpi ult, %d, %w : index
+        attn.yield %near : i1
+      }
+      -> tensor<1x4x?x64xf16>
+  return %r : tensor<1x4x?x64xf16>
+}
+
+func.func @mask_in_index(%q: tensor<1x4x?x64xf16>, %k: tensor<1x4x?x64xf16>,
+                         %v: tensor<1x4x?x64xf16>, %o: tensor<1x4x?x64xf16>,
+                         %starts: tensor<?xi32>) -> tensor<1x4x?x64xf16> {
+  %r = attn.attention ins(%q, %k, %v : tensor<1x4x?x64xf16>, tensor<1x4x?x64xf16>, tensor<1x4x?x64xf16>)
+      outs(%o : tensor<1x4x?x64xf16>)
+      mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %s = tensor.extract %starts[%b] : tensor<?xi32>
+        %si = arith.index_cast %s : i32 to index
+        %local = arith.subi %qi, %si : index
+        %keep = arith.cmpi uge, %local, %kv : index
+        attn.yield %keep : i1
+      }
+      -> tensor<1x4x?x64xf16>
+  return %r : tensor<1x4x?x64xf16>
+}
+
+// -----
+
 // f32 stays for the SIMT lowering (tf32 would miss the f32 tolerance), and
 // so do head dims that are not multiples of 16.
 // CHECK-LABEL: func.func @not_served

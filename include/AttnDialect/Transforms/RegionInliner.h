@@ -43,6 +43,15 @@ public:
   /// mask_mod(b, h, q, kv): i1, true to keep the element.
   Value maskMod(OpBuilder &builder, Location loc, Value b, Value h, Value q,
                 Value kv);
+  /// Whether mask_mod can run on i32 arguments (maskModI32): without
+  /// checks, and with every integer value of it provably within i32 when
+  /// b, h, q and kv are (integer range inference on its ops, captured
+  /// reads of at most 32-bit integers).
+  bool maskModFitsI32();
+  /// mask_mod on i32 b, h, q and kv, its index and wider integer
+  /// arithmetic done in i32; the same i1 as maskMod where maskModFitsI32.
+  Value maskModI32(OpBuilder &builder, Location loc, Value b, Value h, Value q,
+                   Value kv);
 
 private:
   Value inlineRegion(OpBuilder &builder, Location loc, Region &region,

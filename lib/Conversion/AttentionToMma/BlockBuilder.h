@@ -55,7 +55,8 @@ public:
         d(op.getHeadDim()), dv(op.getValueHeadDim()),
         element(op.getQueryType().getElementType()),
         outElement(op.getOutputType().getElementType()), f32(b.getF32Type()),
-        i32(b.getI32Type()), bands(kernel.tiles.bands) {}
+        i32(b.getI32Type()), bands(kernel.tiles.bands),
+        maskFitsI32(op.hasMaskMod() && kernel.regions.maskModFitsI32()) {}
 
   void build();
 
@@ -229,6 +230,8 @@ private:
   // rows and the clamped whole-problem q a region sees.
   SmallVector<std::array<Value, 2>> rowQ, regionQ;
   int64_t bands;
+  /// Whether the mask_mod is evaluated in i32 (RegionInliner::maskModI32).
+  bool maskFitsI32;
 };
 
 } // namespace mlir::attn::mma

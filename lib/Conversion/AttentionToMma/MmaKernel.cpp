@@ -197,6 +197,24 @@ BandTile BlockBuilder::modifyScores(ArrayRef<Fragment> s, Value kv0,
     }
     return out;
   }
+  // The masks in i32 where the mask_mod allows (positions are below 2^31):
+  // half the instructions of 64-bit index arithmetic, on the partial
+  // blocks' critical path.
+  bool narrow = masked && op.hasMaskMod() && maskFitsI32;
+  auto asI32 = [&](Value v) {
+    return arith::IndexCastOp::create(b, loc, i32, v).getResult();
+  };
+  Value kvBase32, lastKv32, n32, offKV32, batch32, head32, rowQ32[2];
+  if (narrow) {
+    kvBase32 = asI32(add(kv0, t2));
+    lastKv32 = asI32(lastKv);
+    n32 = asI32(n);
+    offKV32 = asI32(offKV);
+    batch32 = asI32(batchW);
+    head32 = asI32(headW);
+    for (int64_t r = 0; r < 2; ++r)
+      rowQ32[r] = asI32(regionQ[band][r]);
+  }
   for (auto [chunk, values] : llvm::enumerate(s)) {
     Fragment modified;
     for (int64_t e = 0; e < 4; ++e) {
@@ -210,7 +228,25 @@ BandTile BlockBuilder::modifyScores(ArrayRef<Fragment> s, Value kv0,
       }
       if (preScale)
         x = arith::MulFOp::create(b, loc, x, preScale);
-      if (masked) {
+      if (narrow) {
+        Value kv32 = arith::AddIOp::create(
+            b, loc, kvBase32,
+            arith::ConstantIntOp::create(b, loc, i32, kChunk * chunk + e % 2));
+        Value q32 = rowQ32[e / 2];
+        Value regionKv32 = arith::AddIOp::create(
+            b, loc, offKV32, arith::MinSIOp::create(b, loc, kv32, lastKv32));
+        Value keep =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kv32, n32);
+        if (op.getCausal())
+          keep = arith::AndIOp::create(
+              b, loc, keep,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                    regionKv32, q32));
+        keep = arith::AndIOp::create(
+            b, loc, keep,
+            k.regions.maskModI32(b, loc, batch32, head32, q32, regionKv32));
+        x = arith::SelectOp::create(b, loc, keep, x, negInf);
+      } else if (masked) {
         Value keep = less(kv, n);
         if (op.getCausal()) {
           Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
