@@ -36,6 +36,8 @@ constexpr int64_t kUnrollScanRows = 8;
 /// across its columns (16 columns each in a 128-wide block), the rest
 /// down its rows.
 constexpr int64_t kBoxColumnParts = 8;
+/// Box rows up to this many positions are unrolled.
+constexpr int64_t kUnrolledColumns = 16;
 
 /// The two sides of a block mask: rows of q-blocks that list kv-blocks (what
 /// a forward pass walks) and columns of kv-blocks that list q-blocks (the
@@ -187,6 +189,9 @@ std::pair<Value, Value> ListBuilder::scanBox(Value bi, Value hi, Value qStart,
           b, loc, ValueRange{seenIf(seen[0], keep), seenIf(seen[1], drop)});
       b.setInsertionPointAfter(columnLoop);
       scf::YieldOp::create(b, loc, columnLoop.getResults());
+      // Whole rows of a narrow box at once: its captured reads overlap.
+      if (cols <= kUnrolledColumns && step == 1 && isConstantIntValue(first, 0))
+        (void)loopUnrollByFactor(columnLoop, cols);
     }
     if (unrollRows > 1)
       (void)loopUnrollByFactor(rowLoop, unrollRows);
