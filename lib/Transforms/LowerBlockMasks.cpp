@@ -32,9 +32,11 @@ constexpr int64_t kThreads = 128;
 /// Rows of a block each scan thread evaluates at once: their captured reads
 /// are in flight together.
 constexpr int64_t kUnrollScanRows = 8;
-/// With bounds, a block is cut into one box per thread: this many boxes
-/// across its columns (16 columns each in a 128-wide block), the rest
-/// down its rows.
+/// With bounds, a block is cut into one box per thread of a smaller block
+/// of threads (each thread's work is a few dependent reads, so threads in
+/// flight, not their number, bound the scan): this many boxes across its
+/// columns (16 columns each in a 128-wide block), the rest down its rows.
+constexpr int64_t kBoxThreads = 64;
 constexpr int64_t kBoxColumnParts = 8;
 /// Box rows up to this many positions are unrolled.
 constexpr int64_t kUnrolledColumns = 16;
@@ -489,8 +491,9 @@ void ListBuilder::buildOnDevice(Operation *end) {
 
   // Scan: one block of threads per (kv-block, q-block, b * h).
   {
-    auto launch = gpu::LaunchOp::create(
-        b, loc, kvBlocks, qBlocks, mul(batch, heads), c(kThreads), one, one);
+    auto launch =
+        gpu::LaunchOp::create(b, loc, kvBlocks, qBlocks, mul(batch, heads),
+                              c(bounded ? kBoxThreads : kThreads), one, one);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&launch.getBody().front());
     Value kb = launch.getBlockIds().x, qb = launch.getBlockIds().y;
@@ -506,7 +509,7 @@ void ListBuilder::buildOnDevice(Operation *end) {
       // bounds alone, a few (those a mask's edge crosses) position by
       // position.
       int64_t kvParts = std::min(kBoxColumnParts, kvBlock);
-      int64_t qParts = kThreads / kvParts;
+      int64_t qParts = kBoxThreads / kvParts;
       int64_t rows = llvm::divideCeil(qBlock, qParts);
       int64_t cols = llvm::divideCeil(kvBlock, kvParts);
       Value qStart = add(
