@@ -324,3 +324,62 @@ def test_given_block_mask_from_create_block_mask(mask, m, n):
     finite = np.isfinite(ref_lse)
     assert np.array_equal(np.isfinite(lse), finite)
     assert np.allclose(lse[finite], ref_lse[finite], atol=1e-5)
+
+
+def custom_block_mask(body, m, n, q_block, kv_block):
+    """attn.BlockMask of a mask_mod given as IR over %q and %kv (index),
+    yielding %keep, built on the CPU."""
+    text = str(attn.block_mask_module("sliding-window:1", m, n,
+                                      q_block=q_block, kv_block=kv_block))
+    start = text.index("^bb0")
+    end = text.index("attn.yield", start)
+    end = text.index("\n", end)
+    region = ("^bb0(%b: index, %h: index, %q: index, %kv: index):\n" + body +
+              "\n      attn.yield %keep : i1")
+    module = attn.Module.parse(text[:start] + region + text[end:])
+    q_blocks, kv_blocks = -(-m // q_block), -(-n // kv_block)
+    lists = []
+    for lines, length in ((q_blocks, kv_blocks), (kv_blocks, q_blocks)):
+        for _ in range(2):
+            lists += [np.zeros((1, 1, lines), np.int32),
+                      np.zeros((1, 1, lines, length), np.int32)]
+    attn.compile_cpu(module)(*lists)
+    return attn.BlockMask(*lists, q_block=q_block, kv_block=kv_block,
+                          q_len=m, kv_len=n)
+
+
+# mask_mods whose interval bounds must give up: products and sums that
+# wrap around 64 bits, unsigned order across zero, remainders of negative
+# values. numpy's int64 arithmetic wraps as the index type does.
+WRAPPING = [
+    ("""      %big = arith.constant 4611686018427387904 : index
+      %p = arith.muli %q, %big : index
+      %keep = arith.cmpi slt, %p, %kv : index""",
+     lambda q, kv: (q * (1 << 62)) < kv),
+    ("""      %top = arith.constant 9223372036854775800 : index
+      %s = arith.addi %q, %top : index
+      %t = arith.addi %s, %kv : index
+      %keep = arith.cmpi sgt, %t, %top : index""",
+     lambda q, kv: (q + np.int64(9223372036854775800) + kv) >
+     np.int64(9223372036854775800)),
+    ("""      %c40 = arith.constant 40 : index
+      %d = arith.subi %q, %kv : index
+      %r = arith.remsi %d, %c40 : index
+      %c9 = arith.constant 9 : index
+      %near = arith.cmpi ult, %r, %c9 : index
+      %keep = arith.andi %near, %near : i1""",
+     lambda q, kv: np.fmod(q - kv, 40).astype(np.uint64) < 9),
+]
+
+
+@pytest.mark.parametrize("body,keep", WRAPPING)
+def test_block_bounds_stay_sound_when_arithmetic_wraps(body, keep):
+    """Blocks whose bounds could overflow are scanned, so their classes are
+    those of the materialized mask."""
+    m, n = 200, 170
+    with np.errstate(over="ignore"):
+        q = np.arange(m, dtype=np.int64)[:, None]
+        kv = np.arange(n, dtype=np.int64)[None, :]
+        expected = classes_of(keep(q, kv), 16, 32)
+    bm = custom_block_mask(body, m, n, 16, 32)
+    assert np.array_equal(bm.classes()[0, 0], expected)
