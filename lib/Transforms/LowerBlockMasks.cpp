@@ -33,9 +33,9 @@ constexpr int64_t kThreads = 128;
 /// are in flight together.
 constexpr int64_t kUnrollScanRows = 8;
 /// With bounds, a block is cut into one box per thread of a smaller block
-/// of threads (each thread's work is a few dependent reads, so threads in
-/// flight, not their number, bound the scan): this many boxes across its
-/// columns (16 columns each in a 128-wide block), the rest down its rows.
+/// of threads (a box's bounds cost a few reads whatever its size): this
+/// many boxes across its columns (16 columns each in a 128-wide block), the
+/// rest down its rows.
 constexpr int64_t kBoxThreads = 64;
 constexpr int64_t kBoxColumnParts = 8;
 /// Box rows up to this many positions are unrolled.
