@@ -130,7 +130,6 @@ private:
   Interval truth(Value must, Value may) { return {toI64(must), toI64(may)}; }
   Value isOne(Value v) { return cmp(P::eq, v, c(1)); }
   Value isZero(Value v) { return cmp(P::eq, v, c(0)); }
-  Interval unknownTruth() { return {c(0), c(1)}; }
 
   /// The bounds are usable only if `ok` holds.
   void require(Value ok) { valid = valid ? both(valid, ok) : ok; }
