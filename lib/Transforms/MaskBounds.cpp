@@ -171,32 +171,8 @@ Interval Bounder::get(Value v) {
 Interval Bounder::compare(arith::CmpIOp op, Interval x, Interval y) {
   P p = op.getPredicate();
   bool isUnsigned = p == P::ult || p == P::ule || p == P::ugt || p == P::uge;
-  P less = isUnsigned ? P::ult : P::slt;
-  P lessEq = isUnsigned ? P::ule : P::sle;
   Value must, may;
-  switch (p) {
-  case P::slt:
-  case P::ult:
-    must = cmp(less, x.hi, y.lo);
-    may = cmp(less, x.lo, y.hi);
-    break;
-  case P::sle:
-  case P::ule:
-    must = cmp(lessEq, x.hi, y.lo);
-    may = cmp(lessEq, x.lo, y.hi);
-    break;
-  case P::sgt:
-  case P::ugt:
-    must = cmp(less, y.hi, x.lo);
-    may = cmp(less, y.lo, x.hi);
-    break;
-  case P::sge:
-  case P::uge:
-    must = cmp(lessEq, y.hi, x.lo);
-    may = cmp(lessEq, y.lo, x.hi);
-    break;
-  case P::eq:
-  case P::ne: {
+  if (p == P::eq || p == P::ne) {
     Value single = both(cmp(P::eq, x.lo, x.hi), cmp(P::eq, y.lo, y.hi));
     Value equal = both(single, cmp(P::eq, x.lo, y.lo));
     Value overlap = both(cmp(P::sle, x.lo, y.hi), cmp(P::sle, y.lo, x.hi));
@@ -208,8 +184,16 @@ Interval Bounder::compare(arith::CmpIOp op, Interval x, Interval y) {
       must = arith::XOrIOp::create(b, loc, overlap, yes);
       may = arith::XOrIOp::create(b, loc, equal, yes);
     }
-    break;
-  }
+  } else {
+    // x > y is y < x: an order holds everywhere when x's top is below y's
+    // bottom, somewhere when x's bottom is below y's top.
+    if (p == P::sgt || p == P::sge || p == P::ugt || p == P::uge)
+      std::swap(x, y);
+    bool strict = p == P::slt || p == P::sgt || p == P::ult || p == P::ugt;
+    P order =
+        isUnsigned ? (strict ? P::ult : P::ule) : (strict ? P::slt : P::sle);
+    must = cmp(order, x.hi, y.lo);
+    may = cmp(order, x.lo, y.hi);
   }
   if (isUnsigned) {
     // Unsigned order is the order of the bounds when neither interval
