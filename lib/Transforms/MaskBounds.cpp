@@ -10,6 +10,7 @@
 
 #include "AttnDialect/Transforms/MaskBounds.h"
 #include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Utils/ArithUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -28,15 +29,6 @@ constexpr int64_t kAddLimit = int64_t(1) << 61;
 constexpr int64_t kMulLimit = int64_t(1) << 30;
 /// Elements of a captured tensor a bound's read loop loads at once.
 constexpr int64_t kReadsInFlight = 8;
-
-unsigned widthOf(Type type) {
-  return type.isIndex() ? 64 : type.getIntOrFloatBitWidth();
-}
-
-bool isIntegerLike(Type type) {
-  return type.isIndex() ||
-         (isa<IntegerType>(type) && type.getIntOrFloatBitWidth() <= 64);
-}
 
 /// The positive constant divisor of a division or remainder, if it has one.
 std::optional<int64_t> positiveDivisor(Operation *op) {
@@ -66,12 +58,12 @@ bool canBound(Operation &op) {
   if (isa<YieldOp>(op))
     return true;
   for (Type type : op.getResultTypes())
-    if (!isIntegerLike(type))
+    if (!isIndexOrInteger(type))
       return false;
   if (auto extract = dyn_cast<tensor::ExtractOp>(op))
-    return isIntegerLike(extract.getType());
+    return isIndexOrInteger(extract.getType());
   for (Type type : op.getOperandTypes())
-    if (!isIntegerLike(type))
+    if (!isIndexOrInteger(type))
       return false;
   if (isDivision(&op))
     return positiveDivisor(&op).has_value();
@@ -327,7 +319,7 @@ Interval Bounder::visit(Operation &op) {
   Interval x = get(op.getOperand(0));
   if (isCast(&op)) {
     Type from = op.getOperand(0).getType(), to = op.getResult(0).getType();
-    unsigned fromWidth = widthOf(from), toWidth = widthOf(to);
+    unsigned fromWidth = integerWidth(from), toWidth = integerWidth(to);
     if (toWidth < fromWidth) {
       requireFits(x, toWidth);
       return x;
@@ -352,7 +344,7 @@ Interval Bounder::visit(Operation &op) {
                      this->select(never, f.hi, smax(t.hi, f.hi)))};
   }
   Interval y = get(op.getOperand(1));
-  unsigned width = widthOf(op.getResult(0).getType());
+  unsigned width = integerWidth(op.getResult(0).getType());
   if (auto cmpOp = dyn_cast<arith::CmpIOp>(op))
     return compare(cmpOp, x, y);
   if (isa<arith::AddIOp, arith::SubIOp>(op)) {

@@ -2,6 +2,7 @@
 
 #include "AttnDialect/Transforms/RegionInliner.h"
 #include "AttnDialect/Transforms/Passes.h"
+#include "AttnDialect/Utils/ArithUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -57,19 +58,10 @@ static Type narrowedType(Type type) {
   return wide ? IntegerType::get(type.getContext(), 32) : type;
 }
 
-static unsigned rangeWidth(Type type) {
-  return type.isIndex() ? IndexType::kInternalStorageBitWidth
-                        : type.getIntOrFloatBitWidth();
-}
-
 bool RegionInliner::maskModFitsI32() {
   if (checks != RegionChecks::None || !maskModRegion->hasOneBlock())
     return false;
   Block &block = maskModRegion->front();
-  auto isInteger = [](Type type) {
-    return type.isIndex() ||
-           (isa<IntegerType>(type) && type.getIntOrFloatBitWidth() <= 64);
-  };
   DenseMap<Value, ConstantIntRanges> ranges;
   for (BlockArgument arg : block.getArguments())
     ranges.try_emplace(
@@ -79,12 +71,12 @@ bool RegionInliner::maskModFitsI32() {
     auto it = ranges.find(v);
     return it != ranges.end()
                ? it->second
-               : ConstantIntRanges::maxRange(rangeWidth(v.getType()));
+               : ConstantIntRanges::maxRange(integerWidth(v.getType()));
   };
   // A value wider than 32 bits must keep to i32's range; narrower ones are
   // evaluated in their own type.
   auto fits = [&](Value v) {
-    if (!isInteger(v.getType()) || rangeWidth(v.getType()) <= 32)
+    if (!isIndexOrInteger(v.getType()) || integerWidth(v.getType()) <= 32)
       return true;
     ConstantIntRanges range = rangeOf(v);
     return range.smin().getSExtValue() >= std::numeric_limits<int32_t>::min() &&
@@ -92,19 +84,19 @@ bool RegionInliner::maskModFitsI32() {
   };
   for (Operation &op : block.without_terminator()) {
     if (op.getNumRegions() != 0 || op.getNumResults() != 1 ||
-        !isInteger(op.getResult(0).getType()))
+        !isIndexOrInteger(op.getResult(0).getType()))
       return false;
     if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
       ranges.try_emplace(
           extract.getResult(),
-          ConstantIntRanges::maxRange(rangeWidth(extract.getType())));
+          ConstantIntRanges::maxRange(integerWidth(extract.getType())));
     } else {
       auto infer = dyn_cast<InferIntRangeInterface>(op);
       if (!infer || !isa<arith::ArithDialect>(op.getDialect()))
         return false;
       SmallVector<ConstantIntRanges> operands;
       for (Value operand : op.getOperands()) {
-        if (!isInteger(operand.getType()))
+        if (!isIndexOrInteger(operand.getType()))
           return false;
         operands.push_back(rangeOf(operand));
       }
