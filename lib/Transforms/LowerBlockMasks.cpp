@@ -40,6 +40,9 @@ constexpr int64_t kBoxThreads = 64;
 constexpr int64_t kBoxColumnParts = 8;
 /// Box rows up to this many positions are unrolled.
 constexpr int64_t kUnrolledColumns = 16;
+/// Columns a bounded box's scan evaluates at once. The scan is rare, but its
+/// registers set those of the whole kernel, whose occupancy is its speed.
+constexpr int64_t kBoxScanColumns = 4;
 
 /// The two sides of a block mask: rows of q-blocks that list kv-blocks (what
 /// a forward pass walks) and columns of kv-blocks that list q-blocks (the
@@ -95,12 +98,20 @@ private:
                                   Value qLimit, int64_t rows, Value kvStart,
                                   Value kvLimit, int64_t cols, Value first,
                                   int64_t step, int64_t unrollRows = 1);
+  /// The same for the box [qStart, qEnd) x [kvStart, kvEnd), not empty and
+  /// inside the problem: dynamic trip counts, rows one at a time.
+  std::pair<Value, Value> scanInside(Value bi, Value hi, Value qStart,
+                                     Value qEnd, Value kvStart, Value kvEnd);
   /// The same for a box of at most rows x cols positions, possibly empty,
   /// decided by the mask_mod's bounds (MaskBounds.h) where they tell and
-  /// position by position where they do not.
+  /// position by position where they do not. With `inWarp` (a thread's box
+  /// of a block, all lanes of the warp here), a box is not scanned when the
+  /// warp's other boxes already keep and drop: the block is partial
+  /// whatever it holds, and the result says it keeps and drops.
   std::pair<Value, Value> decideBox(Value bi, Value hi, Value qStart,
                                     Value qLimit, int64_t rows, Value kvStart,
-                                    Value kvLimit, int64_t cols);
+                                    Value kvLimit, int64_t cols,
+                                    bool inWarp = false);
   /// (keep, drop) of block (qb, kb) of (bi, hi), whole.
   std::pair<Value, Value> scanBlock(Value bi, Value hi, Value qb, Value kb);
   /// Appends `block` to the partial or full list of its line, as `keep` and
@@ -215,43 +226,99 @@ std::pair<Value, Value> ListBuilder::scanBox(Value bi, Value hi, Value qStart,
   return {ifOp.getResult(0), ifOp.getResult(1)};
 }
 
+std::pair<Value, Value> ListBuilder::scanInside(Value bi, Value hi,
+                                                Value qStart, Value qEnd,
+                                                Value kvStart, Value kvEnd) {
+  Value no = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+  Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  auto rowLoop =
+      scf::ForOp::create(b, loc, qStart, qEnd, c(1), ValueRange{no, no});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(rowLoop.getBody());
+  auto columnLoop = scf::ForOp::create(b, loc, kvStart, kvEnd, c(1),
+                                       rowLoop.getRegionIterArgs());
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(columnLoop.getBody());
+    Value keep = regions.maskMod(b, loc, bi, hi, rowLoop.getInductionVar(),
+                                 columnLoop.getInductionVar());
+    ValueRange seen = columnLoop.getRegionIterArgs();
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{
+            arith::OrIOp::create(b, loc, seen[0], keep),
+            arith::OrIOp::create(b, loc, seen[1],
+                                 arith::XOrIOp::create(b, loc, keep, yes))});
+  }
+  scf::YieldOp::create(b, loc, columnLoop.getResults());
+  (void)loopUnrollByFactor(columnLoop, kBoxScanColumns);
+  return {rowLoop.getResult(0), rowLoop.getResult(1)};
+}
+
 std::pair<Value, Value> ListBuilder::decideBox(Value bi, Value hi, Value qStart,
                                                Value qLimit, int64_t rows,
                                                Value kvStart, Value kvLimit,
-                                               int64_t cols) {
+                                               int64_t cols, bool inWarp) {
   Type i1 = b.getI1Type();
   auto less = [&](Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
   };
+  auto both = [&](Value x, Value y) {
+    return arith::AndIOp::create(b, loc, x, y).getResult();
+  };
   Value no = arith::ConstantIntOp::create(b, loc, i1, 0);
-  // An empty box keeps and drops nothing.
-  auto nonEmpty =
-      scf::IfOp::create(b, loc, TypeRange{i1, i1},
-                        arith::AndIOp::create(b, loc, less(qStart, qLimit),
-                                              less(kvStart, kvLimit)),
+  Value yes = arith::ConstantIntOp::create(b, loc, i1, 1);
+  auto negate = [&](Value x) {
+    return arith::XOrIOp::create(b, loc, x, yes).getResult();
+  };
+  // An empty box keeps and drops nothing, exactly.
+  auto boxBounds =
+      scf::IfOp::create(b, loc, TypeRange{i1, i1, i1},
+                        both(less(qStart, qLimit), less(kvStart, kvLimit)),
                         /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(nonEmpty.elseBlock());
-  scf::YieldOp::create(b, loc, ValueRange{no, no});
-  b.setInsertionPointToStart(nonEmpty.thenBlock());
-  Value one = c(1);
-  MaskBounds bounds =
-      boundMaskMod(b, loc, op.getMaskMod(), bi, hi, qStart,
-                   arith::SubIOp::create(b, loc, qLimit, one), kvStart,
-                   arith::SubIOp::create(b, loc, kvLimit, one), rows * cols);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(boxBounds.elseBlock());
+    scf::YieldOp::create(b, loc, ValueRange{no, no, yes});
+    b.setInsertionPointToStart(boxBounds.thenBlock());
+    Value one = c(1);
+    MaskBounds bounds =
+        boundMaskMod(b, loc, op.getMaskMod(), bi, hi, qStart,
+                     arith::SubIOp::create(b, loc, qLimit, one), kvStart,
+                     arith::SubIOp::create(b, loc, kvLimit, one), rows * cols);
+    scf::YieldOp::create(
+        b, loc, ValueRange{bounds.mayKeep, bounds.mayDrop, bounds.exact});
+  }
+  Value mayKeep = boxBounds.getResult(0), mayDrop = boxBounds.getResult(1);
   // Position by position only when the bounds cannot tell.
-  Value unknown = arith::AndIOp::create(b, loc, bounds.mayKeep, bounds.mayDrop);
-  auto scan = scf::IfOp::create(b, loc, TypeRange{i1, i1}, unknown,
+  Value unknown = both(mayKeep, mayDrop);
+  Value scanIt = unknown;
+  if (inWarp) {
+    Value all = arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1);
+    auto warpAny = [&](Value flag) {
+      return NVVM::VoteSyncOp::create(b, loc, i1, all, flag,
+                                      NVVM::VoteSyncKind::any)
+          .getResult();
+    };
+    Value known = negate(unknown);
+    Value warpPartial =
+        both(warpAny(both(known, mayKeep)), warpAny(both(known, mayDrop)));
+    // Boxes the bounds gave up on are scanned all the same, so that their
+    // reads are checked.
+    scanIt = both(unknown,
+                  arith::OrIOp::create(b, loc, negate(boxBounds.getResult(2)),
+                                       negate(warpPartial)));
+  }
+  auto scan = scf::IfOp::create(b, loc, TypeRange{i1, i1}, scanIt,
                                 /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(scan.thenBlock());
-  auto [keep, drop] =
-      scanBox(bi, hi, qStart, qLimit, rows, kvStart, kvLimit, cols, c(0), 1);
+  auto [keep, drop] = scanInside(bi, hi, qStart, qLimit, kvStart, kvLimit);
   scf::YieldOp::create(b, loc, ValueRange{keep, drop});
   b.setInsertionPointToStart(scan.elseBlock());
-  scf::YieldOp::create(b, loc, ValueRange{bounds.mayKeep, bounds.mayDrop});
+  scf::YieldOp::create(b, loc, ValueRange{mayKeep, mayDrop});
   b.setInsertionPointAfter(scan);
-  scf::YieldOp::create(b, loc, scan.getResults());
-  return {nonEmpty.getResult(0), nonEmpty.getResult(1)};
+  return {scan.getResult(0), scan.getResult(1)};
 }
 
 std::pair<Value, Value> ListBuilder::scanBlock(Value bi, Value hi, Value qb,
@@ -507,7 +574,7 @@ void ListBuilder::buildOnDevice(Operation *end) {
     if (bounded) {
       // Each thread decides its own box of the block: most boxes by their
       // bounds alone, a few (those a mask's edge crosses) position by
-      // position.
+      // position, unless their warp already found the block partial.
       int64_t kvParts = std::min(kBoxColumnParts, kvBlock);
       int64_t qParts = kBoxThreads / kvParts;
       int64_t rows = llvm::divideCeil(qBlock, qParts);
@@ -520,7 +587,8 @@ void ListBuilder::buildOnDevice(Operation *end) {
           bi, hi, qStart,
           arith::MinUIOp::create(b, loc, add(qStart, c(rows)), qLimit), rows,
           kvStart,
-          arith::MinUIOp::create(b, loc, add(kvStart, c(cols)), kvLimit), cols);
+          arith::MinUIOp::create(b, loc, add(kvStart, c(cols)), kvLimit), cols,
+          /*inWarp=*/true);
     } else {
       seen = scanBox(bi, hi, q0, qLimit, qBlock, kv0, kvLimit, kvBlock, tid,
                      kThreads, kUnrollScanRows);

@@ -398,13 +398,11 @@ MaskBounds Bounder::run(Region &region, ArrayRef<Interval> args) {
     intervals[op.getResult(0)] = visit(op);
   Interval result = get(cast<YieldOp>(block.getTerminator()).getValues()[0]);
   Value mayKeep = isOne(result.hi), mayDrop = isZero(result.lo);
-  if (valid) {
-    Value unknown = arith::XOrIOp::create(
-        b, loc, valid, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
-    mayKeep = either(mayKeep, unknown);
-    mayDrop = either(mayDrop, unknown);
-  }
-  return {mayKeep, mayDrop};
+  Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  if (!valid)
+    return {mayKeep, mayDrop, yes};
+  Value unknown = arith::XOrIOp::create(b, loc, valid, yes);
+  return {either(mayKeep, unknown), either(mayDrop, unknown), valid};
 }
 
 } // namespace

@@ -25,13 +25,31 @@
 // SCAN-NOT:     i64
 // SCAN:         arith.cmpi uge, %{{.*}}, %{{.*}} : index
 // On the GPU each thread bounds its own box of the block: 16 x 32 blocks
-// are 16 rows of 8 boxes of 4 columns.
+// are 16 rows of 8 boxes of 4 columns. A box the bounds leave undecided is
+// scanned only if the bounds gave up or its warp's decided boxes do not
+// already keep and drop.
 // GPU-LABEL: func.func @window
 // GPU:         gpu.launch blocks({{.*}}) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in
 // GPU:           arith.divui %[[TID]], %c8 : index
 // GPU:           %[[PART:.*]] = arith.remui %[[TID]], %c8 : index
 // GPU:           arith.muli %[[PART]], %c4 : index
-// GPU:           arith.cmpi ult, %{{.*}}, %c64_i64 : i64
+// GPU:           %[[BOUNDS:.*]]:3 = scf.if %{{.*}} -> (i1, i1, i1) {
+// GPU:             arith.cmpi ult, %{{.*}}, %c64_i64 : i64
+// GPU:           %[[UNKNOWN:.*]] = arith.andi %[[BOUNDS]]#0, %[[BOUNDS]]#1 : i1
+// GPU:           %[[KNOWN:.*]] = arith.xori %[[UNKNOWN]], %true : i1
+// GPU:           %[[DROPS:.*]] = arith.andi %[[KNOWN]], %[[BOUNDS]]#1 : i1
+// GPU:           %[[WARP_DROPS:.*]] = nvvm.vote.sync any %{{.*}}, %[[DROPS]] -> i1
+// GPU:           %[[KEEPS:.*]] = arith.andi %[[KNOWN]], %[[BOUNDS]]#0 : i1
+// GPU:           %[[WARP_KEEPS:.*]] = nvvm.vote.sync any %{{.*}}, %[[KEEPS]] -> i1
+// GPU:           %[[PARTIAL:.*]] = arith.andi %[[WARP_KEEPS]], %[[WARP_DROPS]] : i1
+// GPU:           %[[UNDECIDED:.*]] = arith.xori %[[PARTIAL]], %true : i1
+// GPU:           %[[GAVE_UP:.*]] = arith.xori %[[BOUNDS]]#2, %true : i1
+// GPU:           %[[NEEDED:.*]] = arith.ori %[[GAVE_UP]], %[[UNDECIDED]] : i1
+// GPU:           %[[LOOK:.*]] = arith.andi %[[UNKNOWN]], %[[NEEDED]] : i1
+// GPU:           scf.if %[[LOOK]] -> (i1, i1) {
+// GPU:             scf.for
+// GPU:           } else {
+// GPU:             scf.yield %[[BOUNDS]]#0, %[[BOUNDS]]#1 : i1, i1
 // GPU:           nvvm.vote.sync any
 func.func @window(%n: index) -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
   %c1 = arith.constant 1 : index

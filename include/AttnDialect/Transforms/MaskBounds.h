@@ -18,10 +18,11 @@ namespace mlir::attn {
 /// What interval arithmetic says of a mask_mod on a box of positions:
 /// `mayKeep` is false only when no position of the box is kept, `mayDrop`
 /// false only when every one is. Both are true when the arithmetic cannot
-/// tell (a bound that could overflow, a captured read out of range or over
-/// more than the span the bounds read).
+/// tell. `exact` is false when the arithmetic gave up (a bound that could
+/// overflow, a captured read out of range or over more than the span the
+/// bounds read); then both are true.
 struct MaskBounds {
-  Value mayKeep, mayDrop;
+  Value mayKeep, mayDrop, exact;
 };
 
 /// Whether boundMaskMod can bound every op of `maskMod`: integer and index
