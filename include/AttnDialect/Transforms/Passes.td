@@ -315,13 +315,16 @@ def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {
       host allocates); for the q side, the same over (b, h, kv-block,
       q-block).
     - `target=gpu`: kernels on the runtime's workspace (`attn.workspace`):
-      a block of 128 threads per (kv-block, q-block, b * h) decides its
-      block (each thread a box of it, with bounds; or the whole block row
-      by row, each thread its columns) and records keep/drop bits with
-      warp votes; one warp per (b, h, q-block), and for the q side one per
-      (b, h, kv-block), then compacts its line into the lists with
-      ballots, the last compaction clearing the bits. A last kernel, at the end of the
-      function, zeroes the lists, as the workspace's contract asks.
+      a block of threads per (kv-block, q-block, b * h) decides its block
+      and records keep/drop bits with warp votes. With bounds, 64 threads
+      bound a box each; a box the bounds leave open is scanned only when
+      the other boxes of its warp do not already keep and drop (the block
+      is then partial whatever the box holds) or when its bounds gave up.
+      Without, 128 threads scan the whole block row by row, each its
+      columns. Then one warp per (b, h, q-block), and for the q side one
+      per (b, h, kv-block), compacts its line into the lists with ballots,
+      the last compaction clearing the bits. A last kernel, at the end of
+      the function, zeroes the lists, as the workspace's contract asks.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
