@@ -93,6 +93,28 @@ struct SoftmaxSweep {
 int runSoftmax(mlir::attn::SoftmaxOp op, const SoftmaxSweep &sweep,
                CompileFn compile);
 
+/// What an attention check sweeps and how it judges (attn-run's flags).
+struct AttentionSweep {
+  /// The function to run; empty: the first holding an attn.attention.
+  std::string entry;
+  llvm::ArrayRef<int64_t> batches, qLens, kvLens;
+  /// "Hq:Hkv" pairs.
+  llvm::ArrayRef<std::string> headPairs;
+  /// auto, cpu or gpu (the plain float64 kernel, for ops without regions).
+  std::string reference = "auto";
+  double tolerance = 0; // 0: 1e-5 for f32, 2e-3 otherwise
+  unsigned seed = 1;
+  bool json = false;
+  /// Print each case's block pattern (batch 0, head 0).
+  bool showBlockMask = false;
+};
+
+/// Checks the attn.attention of a function of `module` on every case of the
+/// sweep: fresh inputs per case (outputs poisoned) against a float64
+/// reference, one line per case. Returns the exit code.
+int runAttention(mlir::ModuleOp module, const AttentionSweep &sweep,
+                 CompileFn compile);
+
 } // namespace attn_run
 
 #endif // ATTN_RUN_HARNESS_H
