@@ -312,6 +312,13 @@ int main(int argc, char **argv) {
   if (!module)
     fail("the input does not parse or verify (see above)");
 
+  // Either check compiles its function once, for --target.
+  auto compile = [&](func::FuncOp func,
+                     std::unique_ptr<attn::CpuKernel> &kernel,
+                     double &compileMs) {
+    return compileFor(*module, func, kernel, compileMs);
+  };
+
   // A softmax to check?
   attn::SoftmaxOp softmax;
   module->walk([&](attn::SoftmaxOp found) {
@@ -327,11 +334,6 @@ int main(int argc, char **argv) {
     sweep.tolerance = tolerance;
     sweep.seed = seed;
     sweep.json = json;
-    auto compile = [&](func::FuncOp func,
-                       std::unique_ptr<attn::CpuKernel> &kernel,
-                       double &compileMs) {
-      return compileFor(*module, func, kernel, compileMs);
-    };
     return runSoftmax(softmax, sweep, compile);
   }
 
@@ -347,10 +349,5 @@ int main(int argc, char **argv) {
   sweep.seed = seed;
   sweep.json = json;
   sweep.showBlockMask = showBlockMask;
-  auto compile = [&](func::FuncOp func,
-                     std::unique_ptr<attn::CpuKernel> &kernel,
-                     double &compileMs) {
-    return compileFor(*module, func, kernel, compileMs);
-  };
   return runAttention(*module, sweep, compile);
 }
