@@ -189,12 +189,26 @@ void ListBuilder::buildOnDevice(Operation *end) {
           q0, mul(arith::DivUIOp::create(b, loc, tid, c(kvParts)), c(rows)));
       Value kvStart = add(
           kv0, mul(arith::RemUIOp::create(b, loc, tid, c(kvParts)), c(cols)));
+      // A warp's lanes that bound the same rows are kvParts apart-by-one
+      // neighbours; those of the same columns are kvParts apart. Where
+      // kvParts is not a power of two, every lane reads on its own.
+      SharedReads shared;
+      shared.rows = {c(0), {}, rows};
+      shared.columns = {c(0), {}, cols};
+      if (llvm::isPowerOf2_64(kvParts) && kvParts <= 32) {
+        Value lane = arith::RemUIOp::create(b, loc, tid, c(32));
+        shared.rows.rank = arith::RemUIOp::create(b, loc, lane, c(kvParts));
+        shared.columns.rank = arith::DivUIOp::create(b, loc, lane, c(kvParts));
+        for (int64_t mask = 1; mask < 32; mask *= 2)
+          (mask < kvParts ? shared.rows : shared.columns)
+              .xorMasks.push_back(mask);
+      }
       seen = decideBox(
           bi, hi, qStart,
           arith::MinUIOp::create(b, loc, add(qStart, c(rows)), qLimit), rows,
           kvStart,
           arith::MinUIOp::create(b, loc, add(kvStart, c(cols)), kvLimit), cols,
-          /*inWarp=*/true);
+          &shared);
     } else {
       seen = scanBox(bi, hi, q0, qLimit, qBlock, kv0, kvLimit, kvBlock, tid,
                      kThreads, kUnrollScanRows);

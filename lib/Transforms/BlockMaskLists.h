@@ -79,14 +79,15 @@ private:
                                      Value qEnd, Value kvStart, Value kvEnd);
   /// The same for a box of at most rows x cols positions, possibly empty,
   /// decided by the mask_mod's bounds (MaskBounds.h) where they tell and
-  /// position by position where they do not. With `inWarp` (a thread's box
-  /// of a block, all lanes of the warp here), a box is not scanned when the
-  /// warp's other boxes already keep and drop: the block is partial
-  /// whatever it holds, and the result says it keeps and drops.
+  /// position by position where they do not. With `shared` (a thread's
+  /// box of a block, all lanes of the warp here), the lanes share their
+  /// reads as it says, and a box is not scanned when the warp's other boxes
+  /// already keep and drop: the block is partial whatever it holds, and the
+  /// result says it keeps and drops.
   std::pair<Value, Value> decideBox(Value bi, Value hi, Value qStart,
                                     Value qLimit, int64_t rows, Value kvStart,
                                     Value kvLimit, int64_t cols,
-                                    bool inWarp = false);
+                                    const SharedReads *shared = nullptr);
   /// (keep, drop) of block (qb, kb) of (bi, hi), whole.
   std::pair<Value, Value> scanBlock(Value bi, Value hi, Value qb, Value kb);
   /// Appends `block` to the partial or full list of its line, as `keep` and

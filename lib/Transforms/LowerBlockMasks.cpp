@@ -152,7 +152,8 @@ std::pair<Value, Value> ListBuilder::scanInside(Value bi, Value hi,
 std::pair<Value, Value> ListBuilder::decideBox(Value bi, Value hi, Value qStart,
                                                Value qLimit, int64_t rows,
                                                Value kvStart, Value kvLimit,
-                                               int64_t cols, bool inWarp) {
+                                               int64_t cols,
+                                               const SharedReads *shared) {
   Type i1 = b.getI1Type();
   auto less = [&](Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
@@ -166,28 +167,41 @@ std::pair<Value, Value> ListBuilder::decideBox(Value bi, Value hi, Value qStart,
     return arith::XOrIOp::create(b, loc, x, yes).getResult();
   };
   // An empty box keeps and drops nothing, exactly.
-  auto boxBounds =
-      scf::IfOp::create(b, loc, TypeRange{i1, i1, i1},
-                        both(less(qStart, qLimit), less(kvStart, kvLimit)),
-                        /*withElseRegion=*/true);
-  {
+  Value nonEmpty = both(less(qStart, qLimit), less(kvStart, kvLimit));
+  Value qLast = arith::SubIOp::create(b, loc, qLimit, c(1));
+  Value kvLast = arith::SubIOp::create(b, loc, kvLimit, c(1));
+  Value mayKeep, mayDrop, exact;
+  if (shared) {
+    // Every lane bounds a box, so that the lanes can share their reads: an
+    // empty one (past the problem's edge) its block's last row or column,
+    // whose result it then drops. The limits of a block are at least 1.
+    MaskBounds bounds =
+        boundMaskMod(b, loc, op.getMaskMod(), bi, hi,
+                     arith::MinUIOp::create(b, loc, qStart, qLast), qLast,
+                     arith::MinUIOp::create(b, loc, kvStart, kvLast), kvLast,
+                     rows * cols, shared);
+    mayKeep = both(nonEmpty, bounds.mayKeep);
+    mayDrop = both(nonEmpty, bounds.mayDrop);
+    exact = arith::OrIOp::create(b, loc, negate(nonEmpty), bounds.exact);
+  } else {
+    auto boxBounds = scf::IfOp::create(b, loc, TypeRange{i1, i1, i1}, nonEmpty,
+                                       /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(boxBounds.elseBlock());
     scf::YieldOp::create(b, loc, ValueRange{no, no, yes});
     b.setInsertionPointToStart(boxBounds.thenBlock());
-    Value one = c(1);
-    MaskBounds bounds =
-        boundMaskMod(b, loc, op.getMaskMod(), bi, hi, qStart,
-                     arith::SubIOp::create(b, loc, qLimit, one), kvStart,
-                     arith::SubIOp::create(b, loc, kvLimit, one), rows * cols);
+    MaskBounds bounds = boundMaskMod(b, loc, op.getMaskMod(), bi, hi, qStart,
+                                     qLast, kvStart, kvLast, rows * cols);
     scf::YieldOp::create(
         b, loc, ValueRange{bounds.mayKeep, bounds.mayDrop, bounds.exact});
+    mayKeep = boxBounds.getResult(0);
+    mayDrop = boxBounds.getResult(1);
+    exact = boxBounds.getResult(2);
   }
-  Value mayKeep = boxBounds.getResult(0), mayDrop = boxBounds.getResult(1);
   // Position by position only when the bounds cannot tell.
   Value unknown = both(mayKeep, mayDrop);
   Value scanIt = unknown;
-  if (inWarp) {
+  if (shared) {
     Value all = arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1);
     auto warpAny = [&](Value flag) {
       return NVVM::VoteSyncOp::create(b, loc, i1, all, flag,
@@ -199,9 +213,8 @@ std::pair<Value, Value> ListBuilder::decideBox(Value bi, Value hi, Value qStart,
         both(warpAny(both(known, mayKeep)), warpAny(both(known, mayDrop)));
     // Boxes the bounds gave up on are scanned all the same, so that their
     // reads are checked.
-    scanIt = both(unknown,
-                  arith::OrIOp::create(b, loc, negate(boxBounds.getResult(2)),
-                                       negate(warpPartial)));
+    scanIt = both(unknown, arith::OrIOp::create(b, loc, negate(exact),
+                                                negate(warpPartial)));
   }
   auto scan = scf::IfOp::create(b, loc, TypeRange{i1, i1}, scanIt,
                                 /*withElseRegion=*/true);

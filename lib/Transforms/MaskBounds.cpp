@@ -13,6 +13,7 @@
 #include "AttnDialect/Utils/ArithUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
@@ -90,8 +91,10 @@ struct Interval {
 
 class Bounder {
 public:
-  Bounder(OpBuilder &b, Location loc, int64_t maxReadSpan)
-      : b(b), loc(loc), maxReadSpan(maxReadSpan), i64(b.getI64Type()) {}
+  Bounder(OpBuilder &b, Location loc, int64_t maxReadSpan,
+          const SharedReads *shared)
+      : b(b), loc(loc), maxReadSpan(maxReadSpan), shared(shared),
+        i64(b.getI64Type()) {}
 
   MaskBounds run(Region &region, ArrayRef<Interval> args);
 
@@ -142,14 +145,24 @@ private:
   Interval compare(arith::CmpIOp op, Interval x, Interval y);
   Interval divide(Operation *op, Interval x, int64_t divisor);
   Interval read(tensor::ExtractOp op);
+  /// The bounds of `x` over the lanes of `group`.
+  /// With `narrow`, x holds values of at most 32 bits.
+  Interval combine(Interval x, const SharedReads::Group &group, bool narrow);
+  Value shuffleXor(Value v, int64_t mask, bool narrow);
 
   OpBuilder &b;
   Location loc;
   int64_t maxReadSpan;
+  const SharedReads *shared;
   Type i64;
   Value valid;
   DenseMap<Value, Interval> intervals;
+  /// Which of the region's arguments (bits 0 to 3: b, h, q, kv) a value
+  /// depends on; values from outside the region depend on none.
+  DenseMap<Value, unsigned> argsOf;
 };
+
+constexpr unsigned kQArg = 1u << 2, kKvArg = 1u << 3;
 
 Interval Bounder::get(Value v) {
   auto it = intervals.find(v);
@@ -256,6 +269,23 @@ Interval Bounder::read(tensor::ExtractOp op) {
   }
   ok = both(ok, cmp(P::sle, volume, c(maxReadSpan)));
   require(ok);
+  // A read that does not depend on kv (on q) is the same on the lanes
+  // that bound the same rows (columns): each reads a part.
+  const SharedReads::Group *group = nullptr;
+  if (shared) {
+    unsigned args = 0;
+    for (Value index : op.getIndices())
+      args |= argsOf.lookup(index);
+    if (!(args & kKvArg))
+      group = &shared->rows;
+    else if (!(args & kQArg))
+      group = &shared->columns;
+  }
+  int64_t lanes = group ? int64_t(1) << group->xorMasks.size() : 1;
+  int64_t perStep =
+      group ? std::clamp<int64_t>(llvm::divideCeil(group->span, lanes), 1,
+                                  kReadsInFlight)
+            : kReadsInFlight;
   // Nested loops over the box (none when the bounds are unusable); the
   // innermost one reads kReadsInFlight elements a step, the last step's
   // extra reads repeating the last element, so that they are in flight
@@ -267,18 +297,31 @@ Interval Bounder::read(tensor::ExtractOp op) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   SmallVector<Value> indices;
   SmallVector<scf::ForOp> loops;
-  Value minValue = c(std::numeric_limits<int64_t>::max());
-  Value maxValue = c(std::numeric_limits<int64_t>::min());
+  // Elements of 32 bits or fewer (signed, as toI64 extends them) start
+  // from 32-bit extremes, so that shared bounds move as i32.
+  bool narrow = integerWidth(op.getType()) <= 32;
+  Value minValue = c(narrow ? std::numeric_limits<int32_t>::max()
+                            : std::numeric_limits<int64_t>::max());
+  Value maxValue = c(narrow ? std::numeric_limits<int32_t>::min()
+                            : std::numeric_limits<int64_t>::min());
   OpBuilder::InsertionGuard guard(b);
   for (auto [dim, at, span] : llvm::enumerate(box, spans)) {
     bool innermost = dim + 1 == box.size();
     Value upper = toIndex(select(ok, span, c(0)));
     ValueRange carried = loops.empty() ? ValueRange{minValue, maxValue}
                                        : loops.back().getRegionIterArgs();
-    auto loop = scf::ForOp::create(
-        b, loc, zero, upper,
-        arith::ConstantIndexOp::create(b, loc, innermost ? kReadsInFlight : 1),
-        carried);
+    Value first = zero;
+    int64_t step = 1;
+    if (innermost) {
+      step = perStep * lanes;
+      if (group)
+        first = arith::MulIOp::create(
+            b, loc, group->rank,
+            arith::ConstantIndexOp::create(b, loc, perStep));
+    }
+    auto loop = scf::ForOp::create(b, loc, first, upper,
+                                   arith::ConstantIndexOp::create(b, loc, step),
+                                   carried);
     b.setInsertionPointToStart(loop.getBody());
     indices.push_back(
         arith::AddIOp::create(b, loc, toIndex(at.lo), loop.getInductionVar()));
@@ -287,7 +330,7 @@ Interval Bounder::read(tensor::ExtractOp op) {
   ValueRange carried = loops.back().getRegionIterArgs();
   Value lo = carried[0], hi = carried[1];
   Value last = toIndex(box.back().hi);
-  for (int64_t i = 0; i < kReadsInFlight; ++i) {
+  for (int64_t i = 0; i < perStep; ++i) {
     SmallVector<Value> at(indices);
     at.back() = arith::MinSIOp::create(
         b, loc,
@@ -304,7 +347,39 @@ Interval Bounder::read(tensor::ExtractOp op) {
     scf::YieldOp::create(b, loc, loops[i].getResults());
   }
   b.setInsertionPointAfter(loops.front());
-  return {loops.front().getResult(0), loops.front().getResult(1)};
+  Interval bounds = {loops.front().getResult(0), loops.front().getResult(1)};
+  return group ? combine(bounds, *group, narrow) : bounds;
+}
+
+Value Bounder::shuffleXor(Value v, int64_t mask, bool narrow) {
+  // shfl.sync moves 32 bits: a wider value's two halves apart.
+  Type i32 = b.getI32Type();
+  auto i32Const = [&](int64_t x) {
+    return arith::ConstantIntOp::create(b, loc, i32, x).getResult();
+  };
+  auto shuffle = [&](Value half) {
+    return NVVM::ShflOp::create(b, loc, i32, i32Const(-1), half, i32Const(mask),
+                                i32Const(0x1f), NVVM::ShflKind::bfly,
+                                /*return_value_and_is_valid=*/UnitAttr())
+        .getResult();
+  };
+  Value low = shuffle(arith::TruncIOp::create(b, loc, i32, v));
+  if (narrow)
+    return arith::ExtSIOp::create(b, loc, i64, low);
+  Value high = shuffle(arith::TruncIOp::create(
+      b, loc, i32, arith::ShRUIOp::create(b, loc, v, c(32))));
+  return arith::OrIOp::create(
+      b, loc, arith::ExtUIOp::create(b, loc, i64, low),
+      arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, high),
+                            c(32)));
+}
+
+Interval Bounder::combine(Interval x, const SharedReads::Group &group,
+                          bool narrow) {
+  for (int64_t mask : group.xorMasks)
+    x = {smin(x.lo, shuffleXor(x.lo, mask, narrow)),
+         smax(x.hi, shuffleXor(x.hi, mask, narrow))};
+  return x;
 }
 
 Interval Bounder::visit(Operation &op) {
@@ -392,10 +467,17 @@ Interval Bounder::visit(Operation &op) {
 
 MaskBounds Bounder::run(Region &region, ArrayRef<Interval> args) {
   Block &block = region.front();
-  for (auto [arg, interval] : llvm::zip(block.getArguments(), args))
+  for (auto [i, arg, interval] : llvm::enumerate(block.getArguments(), args)) {
     intervals[arg] = interval;
-  for (Operation &op : block.without_terminator())
+    argsOf[arg] = 1u << i;
+  }
+  for (Operation &op : block.without_terminator()) {
+    unsigned dependsOn = 0;
+    for (Value operand : op.getOperands())
+      dependsOn |= argsOf.lookup(operand);
+    argsOf[op.getResult(0)] = dependsOn;
     intervals[op.getResult(0)] = visit(op);
+  }
   Interval result = get(cast<YieldOp>(block.getTerminator()).getValues()[0]);
   Value mayKeep = isOne(result.hi), mayDrop = isZero(result.lo);
   Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
@@ -419,8 +501,9 @@ bool mlir::attn::canBoundMaskMod(Region &maskMod) {
 MaskBounds mlir::attn::boundMaskMod(OpBuilder &builder, Location loc,
                                     Region &maskMod, Value b, Value h,
                                     Value qFirst, Value qLast, Value kvFirst,
-                                    Value kvLast, int64_t maxReadSpan) {
-  Bounder bounder(builder, loc, maxReadSpan);
+                                    Value kvLast, int64_t maxReadSpan,
+                                    const SharedReads *shared) {
+  Bounder bounder(builder, loc, maxReadSpan, shared);
   auto i64 = builder.getI64Type();
   auto cast = [&](Value v) {
     return arith::IndexCastOp::create(builder, loc, i64, v).getResult();

@@ -25,31 +25,38 @@
 // SCAN-NOT:     i64
 // SCAN:         arith.cmpi uge, %{{.*}}, %{{.*}} : index
 // On the GPU each thread bounds its own box of the block: 16 x 32 blocks
-// are 16 rows of 8 boxes of 4 columns. A box the bounds leave undecided is
-// scanned only if the bounds gave up or its warp's decided boxes do not
-// already keep and drop.
+// are 16 rows of 8 boxes of 4 columns. Every lane bounds a box (an empty
+// one, past the problem's edge, its block's last row or column) so that
+// lanes can share reads, and drops an empty box's result. A box the bounds
+// leave undecided is scanned only if the bounds gave up or its warp's
+// decided boxes do not already keep and drop.
 // GPU-LABEL: func.func @window
 // GPU:         gpu.launch blocks({{.*}}) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in
 // GPU:           arith.divui %[[TID]], %c8 : index
 // GPU:           %[[PART:.*]] = arith.remui %[[TID]], %c8 : index
 // GPU:           arith.muli %[[PART]], %c4 : index
-// GPU:           %[[BOUNDS:.*]]:3 = scf.if %{{.*}} -> (i1, i1, i1) {
-// GPU:             arith.cmpi ult, %{{.*}}, %c64_i64 : i64
-// GPU:           %[[UNKNOWN:.*]] = arith.andi %[[BOUNDS]]#0, %[[BOUNDS]]#1 : i1
+// GPU:           %[[NON_EMPTY:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// GPU-NOT:       scf.if
+// GPU:           arith.cmpi ult, %{{.*}}, %c64_i64 : i64
+// GPU:           %[[MAY_KEEP:.*]] = arith.andi %[[NON_EMPTY]], %{{.*}} : i1
+// GPU:           %[[MAY_DROP:.*]] = arith.andi %[[NON_EMPTY]], %{{.*}} : i1
+// GPU:           %[[EMPTY:.*]] = arith.xori %[[NON_EMPTY]], %true : i1
+// GPU:           %[[EXACT:.*]] = arith.ori %[[EMPTY]], %{{.*}} : i1
+// GPU:           %[[UNKNOWN:.*]] = arith.andi %[[MAY_KEEP]], %[[MAY_DROP]] : i1
 // GPU:           %[[KNOWN:.*]] = arith.xori %[[UNKNOWN]], %true : i1
-// GPU:           %[[DROPS:.*]] = arith.andi %[[KNOWN]], %[[BOUNDS]]#1 : i1
+// GPU:           %[[DROPS:.*]] = arith.andi %[[KNOWN]], %[[MAY_DROP]] : i1
 // GPU:           %[[WARP_DROPS:.*]] = nvvm.vote.sync any %{{.*}}, %[[DROPS]] -> i1
-// GPU:           %[[KEEPS:.*]] = arith.andi %[[KNOWN]], %[[BOUNDS]]#0 : i1
+// GPU:           %[[KEEPS:.*]] = arith.andi %[[KNOWN]], %[[MAY_KEEP]] : i1
 // GPU:           %[[WARP_KEEPS:.*]] = nvvm.vote.sync any %{{.*}}, %[[KEEPS]] -> i1
 // GPU:           %[[PARTIAL:.*]] = arith.andi %[[WARP_KEEPS]], %[[WARP_DROPS]] : i1
 // GPU:           %[[UNDECIDED:.*]] = arith.xori %[[PARTIAL]], %true : i1
-// GPU:           %[[GAVE_UP:.*]] = arith.xori %[[BOUNDS]]#2, %true : i1
+// GPU:           %[[GAVE_UP:.*]] = arith.xori %[[EXACT]], %true : i1
 // GPU:           %[[NEEDED:.*]] = arith.ori %[[GAVE_UP]], %[[UNDECIDED]] : i1
 // GPU:           %[[LOOK:.*]] = arith.andi %[[UNKNOWN]], %[[NEEDED]] : i1
 // GPU:           scf.if %[[LOOK]] -> (i1, i1) {
 // GPU:             scf.for
 // GPU:           } else {
-// GPU:             scf.yield %[[BOUNDS]]#0, %[[BOUNDS]]#1 : i1, i1
+// GPU:             scf.yield %[[MAY_KEEP]], %[[MAY_DROP]] : i1, i1
 // GPU:           nvvm.vote.sync any
 func.func @window(%n: index) -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
   %c1 = arith.constant 1 : index
@@ -85,6 +92,25 @@ func.func @window(%n: index) -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
 // CHECK:         arith.cmpi eq, %{{.*}}, %{{.*}} : i64
 // SCAN-LABEL: func.func @documents
 // SCAN-NOT:     step %c8
+// On the GPU the 8 lanes that bound the same rows (16 of a 128-row block)
+// split the read of their ids, two each, and combine the bounds by xor
+// shuffles over 1, 2 and 4 (as i32: the ids are i32); the 4 lanes of a
+// warp that bound the same 16 columns read four each, over 8 and 16.
+// GPU-LABEL: func.func @documents
+// GPU:         gpu.launch
+// GPU:           scf.for %{{.*}} step %c16 iter_args
+// GPU-COUNT-2:     tensor.extract
+// GPU-NOT:         tensor.extract
+// GPU:           nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %c1_i32, %c31_i32
+// GPU:           nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %c2_i32, %c31_i32
+// GPU:           nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %c4_i32, %c31_i32
+// GPU:           scf.for %{{.*}} step %c16 iter_args
+// GPU-COUNT-4:     tensor.extract
+// GPU-NOT:         tensor.extract
+// GPU:           nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %c8_i32, %c31_i32
+// GPU:           nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %c16_i32, %c31_i32
+// GPU:           arith.cmpi eq, %{{.*}}, %{{.*}} : i64
+// GPU:           nvvm.vote.sync any
 func.func @documents(%n: index, %ids: tensor<?xi32>)
     -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
   %c1 = arith.constant 1 : index

@@ -25,6 +25,22 @@ struct MaskBounds {
   Value mayKeep, mayDrop, exact;
 };
 
+/// Lanes of a warp that bound boxes of the same rows (`rows`) or of the same
+/// columns (`columns`): a captured read whose index depends on the rows
+/// (columns), b and h alone is the same on those lanes, so each reads a part
+/// of it and butterfly shuffles combine the parts. The lanes of a group are
+/// those this lane reaches by the xor masks; `rank` numbers them from 0.
+struct SharedReads {
+  struct Group {
+    Value rank;
+    SmallVector<int64_t> xorMasks;
+    /// Index span each read is expected to cover (the box's side): the
+    /// group's lanes split it.
+    int64_t span = 1;
+  };
+  Group rows, columns;
+};
+
 /// Whether boundMaskMod can bound every op of `maskMod`: integer and index
 /// arithmetic (add, sub, mul, division and remainder by positive constants,
 /// min, max, casts), comparisons, i1 logic, select, and reads of captured
@@ -36,9 +52,12 @@ bool canBoundMaskMod(Region &maskMod);
 /// in [kvFirst, kvLast] (index values, not empty) of batch `b` and head
 /// `h`. A captured read is bounded by reading every element its index
 /// bounds cover, at most `maxReadSpan` of them.
+/// With `shared` (all lanes of the warp at the builder's point, converged
+/// and with b and h the same on all), reads are shared as SharedReads says.
 MaskBounds boundMaskMod(OpBuilder &builder, Location loc, Region &maskMod,
                         Value b, Value h, Value qFirst, Value qLast,
-                        Value kvFirst, Value kvLast, int64_t maxReadSpan);
+                        Value kvFirst, Value kvLast, int64_t maxReadSpan,
+                        const SharedReads *shared = nullptr);
 
 } // namespace mlir::attn
 
