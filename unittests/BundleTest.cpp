@@ -245,7 +245,7 @@ TEST(RuntimeBundle, ValidationErrorsNameWhatIsWrong) {
       // Kernel operands.
       {R"("kind": "f32")", R"("kind": "f64")",
        "kernel 'k' operand 2 has unknown kind 'f64' (expected buffer, "
-       "workspace, int or f32)"},
+       "workspace, scratch, int or f32)"},
       {"1.25E-1", "1e39",
        "kernel 'k' operand 2 has a \"value\" that is no f32 (a number f32 "
        "holds, \"inf\", \"-inf\" or \"nan\")"},

@@ -108,12 +108,15 @@ struct Param {
 };
 
 /// What launch expressions may use besides the arguments: the GPU's SM
-/// count, and the workspace: a zeroed device buffer of `workspaceBytes`
-/// that kernels leave zeroed (see attn.workspace).
+/// count, the workspace (a zeroed device buffer of `workspaceBytes` that
+/// kernels leave zeroed) and the scratch buffer (`scratchBytes` that
+/// kernels may leave dirty); see attn.workspace.
 struct Environment {
   int64_t smCount = 0;
   uint64_t workspace = 0;
   int64_t workspaceBytes = 0;
+  uint64_t scratch = 0;
+  int64_t scratchBytes = 0;
 };
 
 /// Value of `expr` for `args`; false with `error` if it refers to something
@@ -133,6 +136,8 @@ struct Operand {
     Buffer,
     /// The runtime's workspace, a memref<?xi32> descriptor.
     Workspace,
+    /// The runtime's scratch buffer, a memref<?xi32> descriptor.
+    Scratch,
     /// An integer (`value`), passed as 64 bits.
     Int,
     /// An f32 constant.
@@ -148,8 +153,8 @@ struct Launch {
   Expr grid[3], block[3];
   /// Dynamic shared memory bytes per block.
   Expr sharedMemoryBytes;
-  /// Bytes of the workspace the launch needs.
-  Expr workspaceBytes;
+  /// Bytes of the workspace and of the scratch buffer the launch needs.
+  Expr workspaceBytes, scratchBytes;
   std::vector<Operand> operands;
 
   /// The kernel parameters for `args`: buffers expand to MLIR descriptors.

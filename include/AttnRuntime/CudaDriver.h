@@ -47,6 +47,9 @@ public:
   /// bytes; it moves when it grows.
   uint64_t workspace() const { return workspace_; }
   int64_t workspaceBytes() const { return workspaceBytes_; }
+  /// The same for the scratch buffer.
+  uint64_t scratch() const { return scratch_; }
+  int64_t scratchBytes() const { return scratchBytes_; }
 
   /// Loads a PTX or cubin image; a PTX that the driver cannot JIT (for
   /// instance, built for a newer architecture) fails with the JIT log.
@@ -68,18 +71,21 @@ public:
   /// through one driver share it and must run one after another (they do:
   /// all go to the default stream).
   bool reserveWorkspace(int64_t bytes, std::string &error);
+  /// Grows the scratch buffer (see attn.workspace) to at least `bytes`,
+  /// not cleared: what it holds is undefined when a function starts.
+  bool reserveScratch(int64_t bytes, std::string &error);
   /// Evaluates `launch` for `args` (grid, block, shared memory, workspace,
   /// parameters) and reserves its shared memory for `kernel` and its
-  /// workspace. A prepared launch holds the workspace's address: prepare
-  /// again after another launch grew it.
+  /// workspace and scratch buffer. A prepared launch holds their
+  /// addresses: prepare again after another launch grew one.
   bool prepare(const Launch &launch, void *kernel,
                const std::vector<Argument> &args, PreparedLaunch &prepared,
                std::string &error);
   /// Prepares every launch of `function` for `args` (`kernels[i]` is the
   /// kernel of launch i), after checking the argument shapes against its
   /// contract (Function::checkArguments): kernels do not check bounds, so a
-  /// mismatch must stop here. Reserves the largest workspace first, so that
-  /// all of them hold the same one.
+  /// mismatch must stop here. Reserves the largest workspace and scratch
+  /// buffer first, so that all of them hold the same ones.
   bool prepare(const Function &function, const std::vector<void *> &kernels,
                const std::vector<Argument> &args,
                std::vector<PreparedLaunch> &prepared, std::string &error);
@@ -102,6 +108,10 @@ public:
 
 private:
   bool check(int result, const char *what, std::string &error);
+  /// Grows the buffer at `address` of `size` bytes to at least `bytes`,
+  /// zeroed when `zero`.
+  bool grow(uint64_t &address, int64_t &size, int64_t bytes, bool zero,
+            const char *what, std::string &error);
 
   void *library = nullptr;
   void *context = nullptr;
@@ -109,6 +119,8 @@ private:
   int smCount_ = 0;
   uint64_t workspace_ = 0;
   int64_t workspaceBytes_ = 0;
+  uint64_t scratch_ = 0;
+  int64_t scratchBytes_ = 0;
   std::string chip_;
   struct Api;
   Api *api = nullptr;

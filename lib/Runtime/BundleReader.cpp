@@ -300,8 +300,8 @@ bool readComputes(const JsonValue *json, Function &function,
 }
 
 /// One kernel operand: {"kind": "buffer", "arg": NAME}, {"kind":
-/// "workspace"}, {"kind": "int", "value": EXPR} or {"kind": "f32", "value":
-/// NUMBER, "inf", "-inf" or "nan"}.
+/// "workspace"}, {"kind": "scratch"}, {"kind": "int", "value": EXPR} or
+/// {"kind": "f32", "value": NUMBER, "inf", "-inf" or "nan"}.
 bool readOperand(const JsonValue &json, const Function &function,
                  Operand &operand, std::string &error) {
   const std::string *kind = json.getString("kind");
@@ -329,8 +329,9 @@ bool readOperand(const JsonValue &json, const Function &function,
     }
     return true;
   }
-  if (*kind == "workspace") {
-    operand.kind = Operand::Kind::Workspace;
+  if (*kind == "workspace" || *kind == "scratch") {
+    operand.kind = *kind == "workspace" ? Operand::Kind::Workspace
+                                        : Operand::Kind::Scratch;
     return true;
   }
   if (*kind == "int") {
@@ -367,7 +368,7 @@ bool readOperand(const JsonValue &json, const Function &function,
     return true;
   }
   error = "has unknown kind " + quoted(*kind) +
-          " (expected buffer, workspace, int or f32)";
+          " (expected buffer, workspace, scratch, int or f32)";
   return false;
 }
 
@@ -409,12 +410,13 @@ bool readLaunch(const JsonValue &json, const Bundle &bundle,
                       key[0] == 'g' ? launch.grid[d] : launch.block[d]))
         return false;
   }
-  // Both are 0 (Expr's default) when left out.
-  for (const char *key : {"shared_memory_bytes", "workspace_bytes"}) {
+  // Each is 0 (Expr's default) when left out.
+  for (auto [key, bytes] :
+       {std::pair{"shared_memory_bytes", &launch.sharedMemoryBytes},
+        std::pair{"workspace_bytes", &launch.workspaceBytes},
+        std::pair{"scratch_bytes", &launch.scratchBytes}}) {
     const JsonValue *value = json.get(key);
-    if (value && !expression(value, key,
-                             key[0] == 's' ? launch.sharedMemoryBytes
-                                           : launch.workspaceBytes))
+    if (value && !expression(value, key, *bytes))
       return false;
   }
   const JsonValue *operands = json.get("operands");

@@ -37,8 +37,9 @@ struct CudaDriver::Api {
 };
 
 CudaDriver::~CudaDriver() {
-  if (workspace_)
-    free(workspace_);
+  for (uint64_t buffer : {workspace_, scratch_})
+    if (buffer)
+      free(buffer);
   delete api;
   if (library)
     dlclose(library);
@@ -230,24 +231,36 @@ bool CudaDriver::loadKernel(const Bundle &bundle, const Launch &launch,
          getFunction(module, launch.kernel, kernel, error);
 }
 
-bool CudaDriver::reserveWorkspace(int64_t bytes, std::string &error) {
-  if (bytes <= workspaceBytes_)
+bool CudaDriver::grow(uint64_t &address, int64_t &size, int64_t bytes,
+                      bool zero, const char *what, std::string &error) {
+  if (bytes <= size)
     return true;
-  // Kernels in flight may use the old workspace.
-  if (workspace_ && (!synchronize(error) || !free(workspace_))) {
-    error = "cannot free the old workspace: " + error;
+  // Kernels in flight may use the old buffer.
+  if (address && (!synchronize(error) || !free(address))) {
+    error = std::string("cannot free the old ") + what + ": " + error;
     return false;
   }
-  workspace_ = 0;
-  workspaceBytes_ = 0;
-  if (!allocate(bytes, workspace_, error) ||
-      !check(api->cuMemsetD8(workspace_, 0, bytes), "cuMemsetD8", error)) {
-    error = "cannot allocate a workspace of " + std::to_string(bytes) +
-            " bytes: " + error;
+  address = 0;
+  size = 0;
+  if (!allocate(bytes, address, error) ||
+      (zero &&
+       !check(api->cuMemsetD8(address, 0, bytes), "cuMemsetD8", error))) {
+    error = std::string("cannot allocate a ") + what + " of " +
+            std::to_string(bytes) + " bytes: " + error;
     return false;
   }
-  workspaceBytes_ = bytes;
+  size = bytes;
   return true;
+}
+
+bool CudaDriver::reserveWorkspace(int64_t bytes, std::string &error) {
+  return grow(workspace_, workspaceBytes_, bytes, /*zero=*/true, "workspace",
+              error);
+}
+
+bool CudaDriver::reserveScratch(int64_t bytes, std::string &error) {
+  return grow(scratch_, scratchBytes_, bytes, /*zero=*/false, "scratch buffer",
+              error);
 }
 
 bool CudaDriver::prepare(const Launch &launch, void *kernel,
@@ -256,13 +269,18 @@ bool CudaDriver::prepare(const Launch &launch, void *kernel,
   prepared.kernel = kernel;
   Environment environment;
   environment.smCount = smCount_;
-  int64_t workspaceBytes = 0;
+  int64_t workspaceBytes = 0, scratchBytes = 0;
   if (!evaluateIndex(launch.workspaceBytes, args, workspaceBytes, error,
                      &environment) ||
-      !reserveWorkspace(workspaceBytes, error))
+      !reserveWorkspace(workspaceBytes, error) ||
+      !evaluateIndex(launch.scratchBytes, args, scratchBytes, error,
+                     &environment) ||
+      !reserveScratch(scratchBytes, error))
     return false;
   environment.workspace = workspace_;
   environment.workspaceBytes = workspaceBytes_;
+  environment.scratch = scratch_;
+  environment.scratchBytes = scratchBytes_;
   for (int d = 0; d < 3; ++d)
     if (!evaluateIndex(launch.grid[d], args, prepared.grid[d], error,
                        &environment) ||
@@ -294,14 +312,18 @@ bool CudaDriver::prepare(const Function &function,
     return false;
   Environment environment;
   environment.smCount = smCount_;
-  int64_t workspaceBytes = 0;
+  int64_t workspaceBytes = 0, scratchBytes = 0;
   for (const Launch &launch : function.launches) {
-    int64_t bytes = 0;
-    if (!evaluateIndex(launch.workspaceBytes, args, bytes, error, &environment))
+    int64_t workspace = 0, scratch = 0;
+    if (!evaluateIndex(launch.workspaceBytes, args, workspace, error,
+                       &environment) ||
+        !evaluateIndex(launch.scratchBytes, args, scratch, error, &environment))
       return false;
-    workspaceBytes = std::max(workspaceBytes, bytes);
+    workspaceBytes = std::max(workspaceBytes, workspace);
+    scratchBytes = std::max(scratchBytes, scratch);
   }
-  if (!reserveWorkspace(workspaceBytes, error))
+  if (!reserveWorkspace(workspaceBytes, error) ||
+      !reserveScratch(scratchBytes, error))
     return false;
   prepared.assign(kernels.size(), PreparedLaunch());
   for (size_t i = 0; i < kernels.size(); ++i)

@@ -64,6 +64,15 @@ bool Launch::params(const std::vector<Argument> &args, std::vector<Param> &out,
                       {environment->workspaceBytes / 4}))
         return false;
       break;
+    case Operand::Kind::Scratch:
+      if (!environment || !environment->scratch) {
+        error = "the kernel needs the runtime's scratch buffer, which was not "
+                "allocated";
+        return false;
+      }
+      if (!pushMemRef(environment->scratch, {environment->scratchBytes / 4}))
+        return false;
+      break;
     case Operand::Kind::F32:
       p.kind = Param::Kind::F32;
       p.f32 = operand.f32;

@@ -54,6 +54,8 @@ std::string operandText(const Operand &operand,
     return "buffer(" + args[operand.arg].name + ")";
   case Operand::Kind::Workspace:
     return "workspace";
+  case Operand::Kind::Scratch:
+    return "scratch";
   case Operand::Kind::F32: {
     std::ostringstream text;
     text << "f32(" << operand.f32 << ")";
@@ -88,8 +90,9 @@ public:
   /// Queues the launches on the default stream without waiting for them.
   void launch() {
     CudaDriver &cuda = driver();
-    // Another function's launch may have moved the workspace.
-    if (cuda.workspace() != workspace)
+    // Another function's launch may have moved the workspace or the
+    // scratch buffer.
+    if (cuda.workspace() != workspace || cuda.scratch() != scratch)
       prepare();
     std::string error;
     nb::gil_scoped_release release;
@@ -104,13 +107,14 @@ private:
     if (!driver().prepare(*function, kernels, args, prepared, error))
       raise(error);
     workspace = driver().workspace();
+    scratch = driver().scratch();
   }
 
   const Function *function;
   std::vector<void *> kernels;
   std::vector<Argument> args;
   std::vector<PreparedLaunch> prepared;
-  uint64_t workspace = 0;
+  uint64_t workspace = 0, scratch = 0;
 };
 
 class LoadedBundle {
@@ -180,6 +184,7 @@ public:
       d["block"] = block;
       d["shared_memory_bytes"] = l.sharedMemoryBytes.str(&f.args);
       d["workspace_bytes"] = l.workspaceBytes.str(&f.args);
+      d["scratch_bytes"] = l.scratchBytes.str(&f.args);
       d["operands"] = operands;
       out.append(d);
     }

@@ -171,8 +171,10 @@ func.func @merge_splits(%po: tensor<1x8x1x64x4xf32>, %pl: tensor<1x8x1x4xf32>,
 // CHECK-LABEL: func.func @runtime_values
 // CHECK: %[[SMS:.*]] = attn.multiprocessor_count : index
 // CHECK: attn.workspace %[[SMS]] : memref<?xi32>
+// CHECK: attn.workspace %[[SMS]] scratch : memref<?xi32>
 func.func @runtime_values() -> memref<?xi32> {
   %sms = attn.multiprocessor_count : index
   %ws = attn.workspace %sms : memref<?xi32>
+  %scratch = attn.workspace %sms scratch : memref<?xi32>
   return %ws : memref<?xi32>
 }

@@ -384,7 +384,8 @@ int run(int argc, char **argv) {
       dry[i].shape = shapes[i];
     for (const Launch &launch : function->launches) {
       std::vector<const Expr *> sizes = {&launch.sharedMemoryBytes,
-                                         &launch.workspaceBytes};
+                                         &launch.workspaceBytes,
+                                         &launch.scratchBytes};
       for (int d = 0; d < 3; ++d)
         sizes.insert(sizes.end(), {&launch.grid[d], &launch.block[d]});
       for (const Operand &operand : launch.operands)

@@ -18,23 +18,31 @@ include "mlir/IR/OpBase.td"
 
 def Attn_WorkspaceOp : Attn_Op<"workspace", [
     MemoryEffects<[MemAlloc<DefaultResource>]>]> {
-  let summary = "a zeroed device buffer that kernels leave zeroed";
+  let summary = "a device buffer the runtime keeps between launches";
   let description = [{
     Host code: `words` 32-bit words of device memory that the runtime
-    allocates once (zeroed) and passes to every launch that takes it; a
+    allocates once and passes to every launch that takes it.
+
+    Without `scratch`, the runtime's workspace: zeroed when allocated; a
     kernel may use it for counters and partial results shared between its
     blocks but must leave it zeroed when it ends, so the next launch needs
-    no memset. Launches on one stream share the runtime's workspace, so two
-    of them must not run at the same time. The kernel bundle names it
-    `workspace` and records `workspace_bytes` per launch.
+    no memset. With `scratch`, the runtime's scratch buffer: what it holds
+    when a function starts is undefined, and kernels may leave anything in
+    it, so a function's launches can pass each other results (lists, say)
+    without clearing them afterwards.
+
+    Launches on one stream share the runtime's buffers, so two of them must
+    not run at the same time. The kernel bundle names them `workspace` and
+    `scratch` and records `workspace_bytes` and `scratch_bytes` per launch.
 
     ```mlir
     %ws = attn.workspace %words : memref<?xi32>
+    %lists = attn.workspace %words scratch : memref<?xi32>
     ```
   }];
-  let arguments = (ins Index:$words);
+  let arguments = (ins Index:$words, UnitAttr:$scratch);
   let results = (outs MemRefRankOf<[I32], [1]>:$buffer);
-  let assemblyFormat = "$words attr-dict `:` type($buffer)";
+  let assemblyFormat = "$words (`scratch` $scratch^)? attr-dict `:` type($buffer)";
   let hasVerifier = 1;
 }
 

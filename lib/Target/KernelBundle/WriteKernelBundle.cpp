@@ -170,14 +170,15 @@ public:
         .Default([](Operation *) { return failure(); });
   }
 
-  /// A kernel operand: an argument's buffer, the workspace, an f32 constant
-  /// or an integer.
+  /// A kernel operand: an argument's buffer, the workspace or the scratch
+  /// buffer, an f32 constant or an integer.
   FailureOr<std::string> operand(Value value) {
     int64_t arg = argumentOf(value);
     if (arg >= 0)
       return "{\"kind\": \"buffer\", \"arg\": " + json(argNames[arg]) + "}";
-    if (value.getDefiningOp<attn::WorkspaceOp>())
-      return std::string("{\"kind\": \"workspace\"}");
+    if (auto workspace = value.getDefiningOp<attn::WorkspaceOp>())
+      return std::string(workspace.getScratch() ? "{\"kind\": \"scratch\"}"
+                                                : "{\"kind\": \"workspace\"}");
     if (auto c = value.getDefiningOp<arith::ConstantOp>())
       if (auto f = dyn_cast<FloatAttr>(c.getValue())) {
         if (!f.getType().isF32())
@@ -321,22 +322,26 @@ struct WriteKernelBundlePass
     } else {
       shared.push_back(constant(0));
     }
-    // Bytes of the runtime's zeroed workspace that the launch needs, 0 when
-    // it takes none; one workspace operand at most, as the runtime has one.
-    SmallVector<attn::WorkspaceOp> workspaces;
+    // Bytes of the runtime's zeroed workspace and of its scratch buffer
+    // that the launch needs, 0 when it takes none; one operand of each at
+    // most, as the runtime has one of each.
+    std::string bufferBytes[2] = {constant(0), constant(0)};
+    SmallVector<attn::WorkspaceOp> buffers[2];
     for (Value operand : launch.getKernelOperands())
       if (auto workspace = operand.getDefiningOp<attn::WorkspaceOp>())
-        workspaces.push_back(workspace);
-    if (workspaces.size() > 1)
-      return launch.emitOpError()
-             << "takes " << workspaces.size()
-             << " attn.workspace buffers; the runtime has one";
-    std::string workspaceBytes = constant(0);
-    if (!workspaces.empty()) {
-      FailureOr<std::string> words = host.index(workspaces[0].getWords());
+        buffers[workspace.getScratch()].push_back(workspace);
+    for (int scratch : {0, 1}) {
+      if (buffers[scratch].empty())
+        continue;
+      if (buffers[scratch].size() > 1)
+        return launch.emitOpError()
+               << "takes " << buffers[scratch].size() << " attn.workspace"
+               << (scratch ? " scratch" : "")
+               << " buffers; the runtime has one";
+      FailureOr<std::string> words = host.index(buffers[scratch][0].getWords());
       if (failed(words))
         return cannot("a workspace size");
-      workspaceBytes = binary("mul", *words, constant(4));
+      bufferBytes[scratch] = binary("mul", *words, constant(4));
     }
     for (Value v : launch.getKernelOperands()) {
       FailureOr<std::string> o = host.operand(v);
@@ -353,7 +358,10 @@ struct WriteKernelBundlePass
       w.out.rawValue(shared[0]);
       w.out.attributeEnd();
       w.out.attributeBegin("workspace_bytes");
-      w.out.rawValue(workspaceBytes);
+      w.out.rawValue(bufferBytes[0]);
+      w.out.attributeEnd();
+      w.out.attributeBegin("scratch_bytes");
+      w.out.rawValue(bufferBytes[1]);
       w.out.attributeEnd();
       w.expressions("operands", operands);
     });

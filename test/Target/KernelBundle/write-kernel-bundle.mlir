@@ -33,10 +33,12 @@
 // CHECK-NEXT: {"op": "select", "cond": {"op": "lt", "lhs": {"dim": {"arg": "argument 0", "index": 0}}, "rhs": {"const": 128}}, "then": {"const": 64}, "else": {"const": 256}},
 // CHECK: "shared_memory_bytes": {"op": "mul", "lhs": {"dim": {"arg": "argument 1", "index": 0}}, "rhs": {"const": 4}},
 // CHECK-NEXT: "workspace_bytes": {"op": "mul", "lhs": {"op": "max", "lhs": {"dim": {"arg": "argument 0", "index": 0}}, "rhs": {"const": 1}}, "rhs": {"const": 4}},
+// CHECK-NEXT: "scratch_bytes": {"op": "mul", "lhs": {"dim": {"arg": "argument 1", "index": 0}}, "rhs": {"const": 4}},
 // CHECK-NEXT: "operands": [
 // CHECK-NEXT: {"kind": "buffer", "arg": "argument 0"},
 // CHECK-NEXT: {"kind": "buffer", "arg": "argument 1"},
 // CHECK-NEXT: {"kind": "workspace"},
+// CHECK-NEXT: {"kind": "scratch"},
 // CHECK-NEXT: {"kind": "f32", "value": 1.25E-1},
 // CHECK-NEXT: {"kind": "f32", "value": "-inf"},
 // CHECK-NEXT: {"kind": "int", "value": {"op": "ne", "lhs": {"dim": {"arg": "argument 1", "index": 0}}, "rhs": {"const": 0}}}
@@ -60,13 +62,14 @@ module attributes {gpu.container_module} {
     %smem = arith.index_cast %bytes : index to i32
     %words = arith.maxui %rows, %c1 : index
     %ws = attn.workspace %words : memref<?xi32>
+    %scratch = attn.workspace %n scratch : memref<?xi32>
     %scale = arith.constant 1.250000e-01 : f32
     %ninf = arith.constant 0xFF800000 : f32
     %any = arith.cmpi ne, %n, %c0 : index
     %flag = arith.index_cast %any : i1 to index
     gpu.launch_func @kernels::@kernel blocks in (%gx, %sms, %c1) threads in (%threads, %c1, %c1)
         dynamic_shared_memory_size %smem
-        args(%x : memref<?x64xf16>, %ids : memref<?xi32>, %ws : memref<?xi32>, %scale : f32, %ninf : f32, %flag : index)
+        args(%x : memref<?x64xf16>, %ids : memref<?xi32>, %ws : memref<?xi32>, %scratch : memref<?xi32>, %scale : f32, %ninf : f32, %flag : index)
     return
   }
 }
