@@ -120,8 +120,8 @@ def main():
                  zip(FIELDS, lists, expected_lists(case))
                  if not torch.equal(got, want)]
         failures += bool(wrong)
-        # The workspace's lists are zeroed at the end of each call: a
-        # second call must give the same lists.
+        # The lists are built in the runtime's scratch buffer, which holds
+        # the last call's: a second call must give the same lists.
         again = [x.clone() for x in lists]
         run()
         torch.cuda.synchronize()

@@ -1,10 +1,9 @@
 //===- BlockMaskKernels.cpp - create_block_mask's lists on the GPU --------===//
 //
 // The GPU side of attn-lower-block-masks: a scan kernel that decides every
-// block (keep/drop bits in the runtime's workspace), a compaction kernel
-// per side that turns a line's bits into its lists, and a kernel that
-// zeroes the lists after the function's last use, as the workspace's
-// contract asks.
+// block, a keep/drop word per warp of it, and a compaction kernel per side
+// that turns each line's words into its lists. Both work in the runtime's
+// scratch buffer, which needs no clearing afterwards.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,40 +24,25 @@ using namespace mlir::attn::block_masks;
 namespace {
 
 constexpr int64_t kThreads = 128;
-/// Rows of a block each scan thread evaluates at once: their captured reads
+/// Rows of a block each scan lane evaluates at once: their captured reads
 /// are in flight together.
 constexpr int64_t kUnrollScanRows = 8;
-/// With bounds, a block is cut into one box per thread of a smaller block
-/// of threads (a box's bounds cost a few reads whatever its size): this
-/// many boxes across its columns (16 columns each in a 128-wide block), the
+/// Where the bounds of a whole block cannot tell, it is cut into this many
+/// boxes (a box's bounds cost a few reads whatever its size), 32 at a time:
+/// this many across its columns (16 columns each in a 128-wide block), the
 /// rest down its rows.
-constexpr int64_t kBoxThreads = 64;
+constexpr int64_t kBoxesPerBlock = 64;
 constexpr int64_t kBoxColumnParts = 8;
 
 } // namespace
 
-void ListBuilder::compactOnDevice(Side side, Value workspace,
-                                  const ListWords &at, bool clearBits) {
-  constexpr int64_t kWarps = kThreads / 32;
-  Value one = c(1), zero = c(0);
-  auto launch = gpu::LaunchOp::create(
-      b, loc, arith::CeilDivUIOp::create(b, loc, lines(side), c(kWarps)), heads,
-      batch, c(kThreads), one, one);
+void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
+                              Value scratch, Value bitsAt,
+                              const ListWords &at) {
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&launch.getBody().front());
-  Value tid = launch.getThreadIds().x;
-  Value lane = arith::RemUIOp::create(b, loc, tid, c(32));
-  Value line = add(mul(launch.getBlockIds().x, c(kWarps)),
-                   arith::DivUIOp::create(b, loc, tid, c(32)));
-  Value bh = add(mul(launch.getBlockIds().z, heads), launch.getBlockIds().y);
-  Value length = lineLength(side);
-  // The same for every lane of a warp: the ballots below see all 32.
-  auto inside =
-      scf::IfOp::create(b, loc,
-                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                              line, lines(side)));
-  b.setInsertionPointToStart(inside.thenBlock());
+  Value zero = c(0);
   Value lineAt = add(mul(bh, lines(side)), line);
+  Value length = lineLength(side);
   auto i32Const = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
   };
@@ -84,9 +68,7 @@ void ListBuilder::compactOnDevice(Side side, Value workspace,
     {
       OpBuilder::InsertionGuard branch(b);
       b.setInsertionPointToStart(valid.thenBlock());
-      Value bits = memref::LoadOp::create(b, loc, workspace, word);
-      if (clearBits)
-        memref::StoreOp::create(b, loc, i32Const(0), workspace, word);
+      Value bits = memref::LoadOp::create(b, loc, scratch, add(bitsAt, word));
       scf::YieldOp::create(b, loc, bits);
       b.setInsertionPointToStart(valid.elseBlock());
       scf::YieldOp::create(b, loc, i32Const(0));
@@ -114,7 +96,7 @@ void ListBuilder::compactOnDevice(Side side, Value workspace,
         Value position =
             add(count, popCount(arith::AndIOp::create(b, loc, ballot, below)));
         memref::StoreOp::create(
-            b, loc, asI32(block), workspace,
+            b, loc, asI32(block), scratch,
             ValueRange{
                 add(at.indices[list], add(mul(lineAt, length), position))});
       }
@@ -122,30 +104,144 @@ void ListBuilder::compactOnDevice(Side side, Value workspace,
     }
     scf::YieldOp::create(b, loc, counts);
   }
+  // Past its count, a list holds zeros (the scratch buffer holds anything).
+  for (int64_t list : {0, 1}) {
+    auto tail = scf::ForOp::create(b, loc, add(chunkLoop.getResult(list), lane),
+                                   length, c(32));
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(tail.getBody());
+    memref::StoreOp::create(
+        b, loc, i32Const(0), scratch,
+        ValueRange{add(at.indices[list],
+                       add(mul(lineAt, length), tail.getInductionVar()))});
+  }
   auto first = scf::IfOp::create(
       b, loc,
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero));
   b.setInsertionPointToStart(first.thenBlock());
   for (int64_t list : {0, 1})
-    memref::StoreOp::create(b, loc, asI32(chunkLoop.getResult(list)), workspace,
+    memref::StoreOp::create(b, loc, asI32(chunkLoop.getResult(list)), scratch,
                             ValueRange{add(at.counts[list], lineAt)});
+}
+
+void ListBuilder::compactOnDevice(Side side, Value scratch, Value bitsAt,
+                                  const ListWords &at) {
+  constexpr int64_t kWarps = kThreads / 32;
+  Value one = c(1);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, arith::CeilDivUIOp::create(b, loc, lines(side), c(kWarps)),
+      mul(batch, heads), one, c(kThreads), one, one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  Value tid = launch.getThreadIds().x;
+  Value line = add(mul(launch.getBlockIds().x, c(kWarps)),
+                   arith::DivUIOp::create(b, loc, tid, c(32)));
+  // The same for every lane of a warp: the ballots see all 32.
+  auto inside =
+      scf::IfOp::create(b, loc,
+                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                              line, lines(side)));
+  b.setInsertionPointToStart(inside.thenBlock());
+  compactLine(side, line, launch.getBlockIds().y,
+              arith::RemUIOp::create(b, loc, tid, c(32)), scratch, bitsAt, at);
   b.setInsertionPointAfter(inside);
   gpu::TerminatorOp::create(b, loc);
 }
 
-void ListBuilder::buildOnDevice(Operation *end) {
+std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
+                                                       Value lane, Value q0,
+                                                       Value qLimit, Value kv0,
+                                                       Value kvLimit) {
+  Type i1 = b.getI1Type();
+  auto both = [&](Value x, Value y) {
+    return arith::AndIOp::create(b, loc, x, y).getResult();
+  };
+  auto either = [&](Value x, Value y) {
+    return arith::OrIOp::create(b, loc, x, y).getResult();
+  };
+  Value yes = arith::ConstantIntOp::create(b, loc, i1, 1);
+  // The whole block, every read split across all 32 lanes. A read that
+  // depends on both q and kv spans more than a side and gives up: its
+  // block goes to the boxes.
+  SharedReads whole;
+  SmallVector<int64_t> allLanes = {1, 2, 4, 8, 16};
+  whole.rows = {lane, allLanes, qBlock};
+  whole.columns = {lane, allLanes, kvBlock};
+  Value one = c(1);
+  MaskBounds block =
+      boundMaskMod(b, loc, op.getMaskMod(), bi, hi, q0,
+                   arith::SubIOp::create(b, loc, qLimit, one), kv0,
+                   arith::SubIOp::create(b, loc, kvLimit, one),
+                   std::max(qBlock, kvBlock), &whole);
+  // The same on every lane: the bounds are the warp's.
+  Value decided = both(
+      block.exact,
+      arith::XOrIOp::create(b, loc, both(block.mayKeep, block.mayDrop), yes));
+  auto ifDecided = scf::IfOp::create(b, loc, TypeRange{i1, i1}, decided,
+                                     /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifDecided.thenBlock());
+  scf::YieldOp::create(b, loc, ValueRange{block.mayKeep, block.mayDrop});
+
+  // Otherwise kBoxesPerBlock boxes, a lane's each, 32 at a time. A warp's
+  // lanes that bound the same rows are kvParts apart-by-one neighbours;
+  // those of the same columns are kvParts apart. Where kvParts is not a
+  // power of two, every lane reads on its own.
+  b.setInsertionPointToStart(ifDecided.elseBlock());
+  int64_t kvParts = std::min(kBoxColumnParts, kvBlock);
+  int64_t qParts = kBoxesPerBlock / kvParts;
+  int64_t rows = llvm::divideCeil(qBlock, qParts);
+  int64_t cols = llvm::divideCeil(kvBlock, kvParts);
+  SharedReads shared;
+  shared.rows = {c(0), {}, rows};
+  shared.columns = {c(0), {}, cols};
+  if (llvm::isPowerOf2_64(kvParts) && kvParts <= 32) {
+    shared.rows.rank = arith::RemUIOp::create(b, loc, lane, c(kvParts));
+    shared.columns.rank = arith::DivUIOp::create(b, loc, lane, c(kvParts));
+    for (int64_t mask = 1; mask < 32; mask *= 2)
+      (mask < kvParts ? shared.rows : shared.columns).xorMasks.push_back(mask);
+  }
+  Value no = arith::ConstantIntOp::create(b, loc, i1, 0);
+  auto parts = scf::ForOp::create(b, loc, c(0), c(kBoxesPerBlock), c(32),
+                                  ValueRange{no, no});
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(parts.getBody());
+    Value keep = parts.getRegionIterArgs()[0];
+    Value drop = parts.getRegionIterArgs()[1];
+    Value box = add(parts.getInductionVar(), lane);
+    Value qStart =
+        add(q0, mul(arith::DivUIOp::create(b, loc, box, c(kvParts)), c(rows)));
+    Value kvStart =
+        add(kv0, mul(arith::RemUIOp::create(b, loc, box, c(kvParts)), c(cols)));
+    auto [boxKeep, boxDrop] = decideBox(
+        bi, hi, qStart,
+        arith::MinUIOp::create(b, loc, add(qStart, c(rows)), qLimit), rows,
+        kvStart, arith::MinUIOp::create(b, loc, add(kvStart, c(cols)), kvLimit),
+        cols, &shared);
+    scf::YieldOp::create(
+        b, loc, ValueRange{either(keep, boxKeep), either(drop, boxDrop)});
+  }
+  scf::YieldOp::create(b, loc, parts.getResults());
+  return {ifDecided.getResult(0), ifDecided.getResult(1)};
+}
+
+Value ListBuilder::buildOnDevice(Value scratchBase) {
   b.setInsertionPoint(op);
   sizes();
-  // Workspace words: a keep/drop word per block, then each side's counts
-  // and indices of the partial and of the full lists.
   SmallVector<Side> sides = {Side::Kv};
   if (qSide)
     sides.push_back(Side::Q);
-  Value blocks = mul(mul(mul(batch, heads), qBlocks), kvBlocks);
+  Value one = c(1);
+  Value bhCount = mul(batch, heads);
+  // Scratch words from scratchBase on: a keep/drop word per block, then
+  // each side's counts and indices of the partial and of the full lists.
+  Value blocks = mul(mul(bhCount, qBlocks), kvBlocks);
+  Value bitsAt = scratchBase;
+  Value next = add(bitsAt, blocks);
   SmallVector<ListWords> at;
-  Value next = blocks;
   for (Side side : sides) {
-    Value lineCount = mul(mul(batch, heads), lines(side));
+    Value lineCount = mul(bhCount, lines(side));
     ListWords words;
     for (int64_t list : {0, 1}) {
       words.counts[list] = next;
@@ -154,96 +250,59 @@ void ListBuilder::buildOnDevice(Operation *end) {
     }
     at.push_back(words);
   }
-  Value listWords = arith::SubIOp::create(b, loc, next, blocks);
-  Value workspace = WorkspaceOp::create(
+  auto scratchOp = WorkspaceOp::create(
       b, loc, MemRefType::get({ShapedType::kDynamic}, i32), next);
-  Value one = c(1);
-  auto ceilDiv = [&](Value x, int64_t y) {
-    return arith::CeilDivUIOp::create(b, loc, x, c(y)).getResult();
-  };
+  scratchOp.setScratch(true);
+  Value scratch = scratchOp;
 
-  // Scan: one block of threads per (kv-block, q-block, b * h).
+  // Scan: a warp per (kv-block, q-block, b * h); lane 0 writes whether the
+  // block keeps (bit 0) and drops (bit 1). One warp per block of threads:
+  // the bounds and the boxes' fallback need about 64 registers, which
+  // ptxas gives a block of 32 threads but not one of 128, whose threads it
+  // holds to 64 with spills.
   {
-    auto launch =
-        gpu::LaunchOp::create(b, loc, kvBlocks, qBlocks, mul(batch, heads),
-                              c(bounded ? kBoxThreads : kThreads), one, one);
+    auto launch = gpu::LaunchOp::create(b, loc, kvBlocks, qBlocks, bhCount,
+                                        c(32), one, one);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&launch.getBody().front());
     Value kb = launch.getBlockIds().x, qb = launch.getBlockIds().y;
-    Value bh = launch.getBlockIds().z, tid = launch.getThreadIds().x;
+    Value bh = launch.getBlockIds().z, lane = launch.getThreadIds().x;
     Value bi = arith::DivUIOp::create(b, loc, bh, heads);
     Value hi = arith::RemUIOp::create(b, loc, bh, heads);
     Value q0 = mul(qb, c(qBlock)), kv0 = mul(kb, c(kvBlock));
     Value qLimit = arith::MinUIOp::create(b, loc, add(q0, c(qBlock)), qLen);
     Value kvLimit = arith::MinUIOp::create(b, loc, add(kv0, c(kvBlock)), kvLen);
-    std::pair<Value, Value> seen;
-    if (bounded) {
-      // Each thread decides its own box of the block: most boxes by their
-      // bounds alone, a few (those a mask's edge crosses) position by
-      // position, unless their warp already found the block partial.
-      int64_t kvParts = std::min(kBoxColumnParts, kvBlock);
-      int64_t qParts = kBoxThreads / kvParts;
-      int64_t rows = llvm::divideCeil(qBlock, qParts);
-      int64_t cols = llvm::divideCeil(kvBlock, kvParts);
-      Value qStart = add(
-          q0, mul(arith::DivUIOp::create(b, loc, tid, c(kvParts)), c(rows)));
-      Value kvStart = add(
-          kv0, mul(arith::RemUIOp::create(b, loc, tid, c(kvParts)), c(cols)));
-      // A warp's lanes that bound the same rows are kvParts apart-by-one
-      // neighbours; those of the same columns are kvParts apart. Where
-      // kvParts is not a power of two, every lane reads on its own.
-      SharedReads shared;
-      shared.rows = {c(0), {}, rows};
-      shared.columns = {c(0), {}, cols};
-      if (llvm::isPowerOf2_64(kvParts) && kvParts <= 32) {
-        Value lane = arith::RemUIOp::create(b, loc, tid, c(32));
-        shared.rows.rank = arith::RemUIOp::create(b, loc, lane, c(kvParts));
-        shared.columns.rank = arith::DivUIOp::create(b, loc, lane, c(kvParts));
-        for (int64_t mask = 1; mask < 32; mask *= 2)
-          (mask < kvParts ? shared.rows : shared.columns)
-              .xorMasks.push_back(mask);
-      }
-      seen = decideBox(
-          bi, hi, qStart,
-          arith::MinUIOp::create(b, loc, add(qStart, c(rows)), qLimit), rows,
-          kvStart,
-          arith::MinUIOp::create(b, loc, add(kvStart, c(cols)), kvLimit), cols,
-          &shared);
-    } else {
-      seen = scanBox(bi, hi, q0, qLimit, qBlock, kv0, kvLimit, kvBlock, tid,
-                     kThreads, kUnrollScanRows);
-    }
-    auto [keep, drop] = seen;
+    auto [keep, drop] =
+        bounded ? decideBlockInWarp(bi, hi, lane, q0, qLimit, kv0, kvLimit)
+                : scanBox(bi, hi, q0, qLimit, qBlock, kv0, kvLimit, kvBlock,
+                          lane, 32, kUnrollScanRows);
     Value all = arith::ConstantIntOp::create(b, loc, i32, -1);
     auto vote = [&](Value flag) {
-      return NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), all, flag,
-                                      NVVM::VoteSyncKind::any)
-          .getResult();
+      return arith::ExtUIOp::create(
+          b, loc, i32,
+          NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), all, flag,
+                                   NVVM::VoteSyncKind::any));
     };
     Value bits = arith::OrIOp::create(
-        b, loc, arith::ExtUIOp::create(b, loc, i32, vote(keep)),
-        arith::ShLIOp::create(b, loc,
-                              arith::ExtUIOp::create(b, loc, i32, vote(drop)),
+        b, loc, vote(keep),
+        arith::ShLIOp::create(b, loc, vote(drop),
                               arith::ConstantIntOp::create(b, loc, i32, 1)));
-    Value leader =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                              arith::RemUIOp::create(b, loc, tid, c(32)), c(0));
-    auto ifOp = scf::IfOp::create(b, loc, leader);
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      memref::AtomicRMWOp::create(
-          b, loc, arith::AtomicRMWKind::ori, bits, workspace,
-          ValueRange{add(mul(add(mul(bh, qBlocks), qb), kvBlocks), kb)});
-    }
+    auto leader = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, c(0)));
+    b.setInsertionPointToStart(leader.thenBlock());
+    memref::StoreOp::create(
+        b, loc, bits, scratch,
+        ValueRange{
+            add(bitsAt, add(mul(add(mul(bh, qBlocks), qb), kvBlocks), kb))});
+    b.setInsertionPointAfter(leader);
     gpu::TerminatorOp::create(b, loc);
   }
 
-  // Compact each side; the last one clears the keep/drop words.
   for (auto [i, side] : llvm::enumerate(sides))
-    compactOnDevice(side, workspace, at[i], i + 1 == sides.size());
+    compactOnDevice(side, scratch, bitsAt, at[i]);
 
-  // The lists as tensors over the workspace.
+  // The lists as tensors over the scratch buffer.
   SmallVector<Value> lists;
   for (auto [i, side] : llvm::enumerate(sides)) {
     for (int64_t list : {0, 1}) {
@@ -265,7 +324,7 @@ void ListBuilder::buildOnDevice(Operation *end) {
                 StridedLayoutAttr::get(
                     b.getContext(), ShapedType::kDynamic,
                     SmallVector<int64_t>(shape.size(), ShapedType::kDynamic))),
-            workspace, isIndices ? at[i].indices[list] : at[i].counts[list],
+            scratch, isIndices ? at[i].indices[list] : at[i].counts[list],
             shape, strides);
         lists.push_back(bufferization::ToTensorOp::create(
             b, loc,
@@ -276,25 +335,6 @@ void ListBuilder::buildOnDevice(Operation *end) {
     }
   }
 
-  // Zero the lists once everything has read them.
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(end);
-    auto launch = gpu::LaunchOp::create(b, loc, ceilDiv(listWords, kThreads),
-                                        one, one, c(kThreads), one, one);
-    b.setInsertionPointToStart(&launch.getBody().front());
-    Value word =
-        add(mul(launch.getBlockIds().x, c(kThreads)), launch.getThreadIds().x);
-    auto inside = scf::IfOp::create(
-        b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, word,
-                              listWords));
-    b.setInsertionPointToStart(inside.thenBlock());
-    memref::StoreOp::create(b, loc,
-                            arith::ConstantIntOp::create(b, loc, i32, 0),
-                            workspace, ValueRange{add(blocks, word)});
-    b.setInsertionPointAfter(inside);
-    gpu::TerminatorOp::create(b, loc);
-  }
   replace(lists);
+  return next;
 }

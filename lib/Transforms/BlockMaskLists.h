@@ -2,8 +2,8 @@
 //
 // The builder of one attn.create_block_mask's lists, which
 // attn-lower-block-masks shares between its two files: deciding boxes of
-// positions and the host loops in LowerBlockMasks.cpp, the GPU's scan,
-// compaction and clearing kernels in BlockMaskKernels.cpp.
+// positions and the host loops in LowerBlockMasks.cpp, the GPU's scan and
+// compaction kernels in BlockMaskKernels.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,12 +40,12 @@ public:
 
   /// Replaces the op by host loops that fill freshly allocated lists.
   void buildOnHost();
-  /// Replaces the op by kernels that fill lists in the workspace, and
-  /// zeroes them before `end`.
-  void buildOnDevice(Operation *end);
+  /// Replaces the op by kernels that fill lists in the runtime's scratch
+  /// buffer, from word `scratchBase` on; returns the word after its last.
+  Value buildOnDevice(Value scratchBase);
 
 private:
-  /// Where one side's lists start in the workspace, in words.
+  /// Where one side's lists start in the scratch buffer, in words.
   struct ListWords {
     Value counts[2], indices[2]; // partial, full
   };
@@ -99,12 +99,24 @@ private:
   /// Host loops that scan every block of `side`'s lines into `buffers`
   /// (counts, indices, full counts, full indices).
   void fillOnHost(Side side, ArrayRef<Value> buffers);
-  /// A kernel of one warp per line of `side` that reads the line's
-  /// keep/drop words 32 at a time (zeroing them when `clearBits`) and
-  /// appends its partial and full blocks in order: a ballot and a
+  /// The lists of `line` of `side` of (b * heads + h) `bh`, by the 32 lanes
+  /// of a warp (`lane` is this one's): reads the line's keep/drop words,
+  /// one per block from word `bitsAt` of `scratch`, 32 blocks at a time,
+  /// and appends its partial and full blocks in order: a ballot and a
   /// population count give each lane its place in the list.
-  void compactOnDevice(Side side, Value workspace, const ListWords &at,
-                       bool clearBits);
+  void compactLine(Side side, Value line, Value bh, Value lane, Value scratch,
+                   Value bitsAt, const ListWords &at);
+  /// A kernel of one warp per line of `side` that compacts it (compactLine).
+  void compactOnDevice(Side side, Value scratch, Value bitsAt,
+                       const ListWords &at);
+  /// (keep, drop) of the block [q0, qLimit) x [kv0, kvLimit) of (bi, hi),
+  /// by the 32 lanes of a warp (`lane` is this one's), to be combined by
+  /// warp votes: the bounds of the whole block where they tell, the reads
+  /// shared by all lanes; otherwise boxes of it, a lane's each, by
+  /// decideBox.
+  std::pair<Value, Value> decideBlockInWarp(Value bi, Value hi, Value lane,
+                                            Value q0, Value qLimit, Value kv0,
+                                            Value kvLimit);
   /// The result: make_block_mask of the kv-side lists, and the field reads
   /// replaced by their lists (kv side, then q side).
   void replace(ArrayRef<Value> lists);

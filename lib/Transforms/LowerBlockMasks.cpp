@@ -378,20 +378,26 @@ struct LowerBlockMasksPass
       rewriter.setInsertionPoint(field);
       rewriter.replaceOpWithNewOp<tensor::CastOp>(field, field.getType(), list);
     });
+    // On the GPU, each function's lists follow one another in the scratch
+    // buffer, and live until the function returns.
+    DenseMap<Operation *, Value> scratchEnd;
     for (CreateBlockMaskOp op : ops) {
       if (onHost) {
         ListBuilder(rewriter, op, checks, boundBlocks).buildOnHost();
         continue;
       }
-      // The lists live until the function returns.
       auto func = dyn_cast<func::FuncOp>(op->getParentOp());
       if (!func) {
         op.emitOpError() << "must be at the top level of a function to be "
                             "built on the GPU";
         return signalPassFailure();
       }
-      ListBuilder(rewriter, op, checks, boundBlocks)
-          .buildOnDevice(op->getBlock()->getTerminator());
+      Value &end = scratchEnd[func];
+      if (!end) {
+        rewriter.setInsertionPoint(op);
+        end = arith::ConstantIndexOp::create(rewriter, op.getLoc(), 0);
+      }
+      end = ListBuilder(rewriter, op, checks, boundBlocks).buildOnDevice(end);
     }
   }
 };

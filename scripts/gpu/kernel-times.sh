@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Times every kernel of the masked benchmark bundles one by one with Nsight
-# Compute (clocks left alone): the block mask's scan, compaction and
-# clearing kernels next to the attention kernel. Needs what bench.sh needs.
+# Compute (clocks left alone): the block mask's scan and compaction kernels
+# next to the attention kernel. Needs what bench.sh needs.
 # Usage: scripts/gpu/kernel-times.sh [N [BUNDLE ...]]
 #   (default 8192, and the `bench.sh masks` bundles)
 set -uo pipefail

@@ -42,23 +42,26 @@
 // CPU:         attn.make_block_mask kv({{.*}}) full_kv({{.*}})
 // CPU-NOT:     attn.create_block_mask
 
-// Device code. The workspace, a scan kernel (warp votes, an atomic or per
-// warp), a compaction kernel, views of the lists, and the kernel that zeroes
-// them before the function returns.
+// Device code. The scratch buffer, a scan kernel (warp votes, a word per
+// warp), a compaction kernel that appends with ballots and fills the rest
+// of each list with zeros, and views of the lists: nothing runs after the
+// attention, as the scratch buffer needs no clearing.
 // GPU-LABEL: func.func @window
-// GPU:         %[[WS:.*]] = attn.workspace
+// GPU:         %[[WS:.*]] = attn.workspace %{{.*}} scratch
 // GPU:         gpu.launch
 // GPU:           nvvm.vote.sync any
 // GPU:           nvvm.vote.sync any
-// GPU:           memref.atomic_rmw ori
+// GPU:           memref.store %{{.*}}, %[[WS]]
 // GPU:         gpu.launch
 // GPU:           scf.for
 // GPU:             memref.load %[[WS]]
+// GPU:             nvvm.vote.sync ballot
+// GPU:           scf.for
+// GPU:             memref.store %{{.*}}, %[[WS]]
 // GPU-COUNT-4: memref.reinterpret_cast %[[WS]]
 // GPU:         attn.make_block_mask
 // GPU:         attn.attention
-// GPU:         gpu.launch
-// GPU:           memref.store
+// GPU-NOT:     gpu.launch
 // GPU:         return
 
 // The flash loop walks the lists: the tile pass cut q-tile 256 to the
@@ -150,19 +153,17 @@ func.func @dense(%q: tensor<?x2x?x32xf32>, %k: tensor<?x2x?x32xf32>,
 // CPU:         %[[R1:.*]] = tensor.cast %[[IDX]]
 // CPU:         return %[[R0]], %[[R1]]
 // GPU-LABEL: func.func @q_side
-// GPU:         %[[WS:.*]] = attn.workspace
+// GPU:         %[[WS:.*]] = attn.workspace %{{.*}} scratch
 // GPU:         gpu.launch
-// GPU:           memref.atomic_rmw ori
+// GPU:           memref.store %{{.*}}, %[[WS]]
 // GPU:         gpu.launch
-// GPU:           %{{.*}} = memref.load %[[WS]][%[[KV_WORD:.*]]]
-// GPU-NOT:       memref.store %{{.*}}, %[[WS]][%[[KV_WORD]]]
+// GPU:           memref.load %[[WS]]
 // GPU:           nvvm.vote.sync ballot
 // GPU:         gpu.launch
-// GPU:           %{{.*}} = memref.load %[[WS]][%[[Q_WORD:.*]]]
-// GPU:           memref.store %{{.*}}, %[[WS]][%[[Q_WORD]]]
+// GPU:           memref.load %[[WS]]
 // GPU:           nvvm.vote.sync ballot
 // GPU-COUNT-8: memref.reinterpret_cast %[[WS]]
-// GPU:         gpu.launch
+// GPU-NOT:     gpu.launch
 // GPU:         return
 func.func @q_side(%n: index) -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
   %c1 = arith.constant 1 : index
@@ -218,4 +219,35 @@ func.func @causal_prefix(%q: tensor<?x2x?x32xf32>, %k: tensor<?x2x?x32xf32>,
         attn.yield %keep : i1
       } -> tensor<?x2x?x32xf32>
   return %r : tensor<?x2x?x32xf32>
+}
+
+// -----
+
+// Two block masks in one function: the second's words in the scratch buffer
+// start where the first's end.
+// GPU-LABEL: func.func @two_masks
+// GPU:         attn.workspace %[[END:[0-9]+]] scratch
+// GPU:         %{{.*}} = arith.addi %[[END]], %{{.*}} : index
+// GPU:         attn.workspace %{{.*}} scratch
+func.func @two_masks(%n: index) -> (tensor<?x?x?xi32>, tensor<?x?x?xi32>) {
+  %c1 = arith.constant 1 : index
+  %a = attn.create_block_mask batch(%c1) heads(%c1) q_len(%n) kv_len(%n)
+      : !attn.block_mask<q_block = 128, kv_block = 64>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %q: index, %kv: index):
+        %keep = arith.cmpi uge, %q, %kv : index
+        attn.yield %keep : i1
+      }
+  %z = attn.create_block_mask batch(%c1) heads(%c1) q_len(%n) kv_len(%n)
+      : !attn.block_mask<q_block = 128, kv_block = 64>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %q: index, %kv: index):
+        %keep = arith.cmpi ule, %q, %kv : index
+        attn.yield %keep : i1
+      }
+  %na = attn.block_mask_field kv_num_blocks of %a
+      : !attn.block_mask<q_block = 128, kv_block = 64> -> tensor<?x?x?xi32>
+  %nz = attn.block_mask_field kv_num_blocks of %z
+      : !attn.block_mask<q_block = 128, kv_block = 64> -> tensor<?x?x?xi32>
+  return %na, %nz : tensor<?x?x?xi32>, tensor<?x?x?xi32>
 }

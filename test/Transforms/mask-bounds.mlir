@@ -24,40 +24,51 @@
 // SCAN-LABEL: func.func @window
 // SCAN-NOT:     i64
 // SCAN:         arith.cmpi uge, %{{.*}}, %{{.*}} : index
-// On the GPU each thread bounds its own box of the block: 16 x 32 blocks
-// are 16 rows of 8 boxes of 4 columns. Every lane bounds a box (an empty
+// On the GPU a warp decides a block: by the bounds of the whole block
+// where they tell (every read split across the 32 lanes), the same on all
+// lanes; otherwise by 64 boxes of it, 32 at a time: 16 x 32 blocks are 8
+// rows of 8 boxes of 2 x 4 positions. Every lane bounds a box (an empty
 // one, past the problem's edge, its block's last row or column) so that
 // lanes can share reads, and drops an empty box's result. A box the bounds
 // leave undecided is scanned only if the bounds gave up or its warp's
 // decided boxes do not already keep and drop.
 // GPU-LABEL: func.func @window
-// GPU:         gpu.launch blocks({{.*}}) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in
-// GPU:           arith.divui %[[TID]], %c8 : index
-// GPU:           %[[PART:.*]] = arith.remui %[[TID]], %c8 : index
-// GPU:           arith.muli %[[PART]], %c4 : index
-// GPU:           %[[NON_EMPTY:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
-// GPU-NOT:       scf.if
+// GPU:         gpu.launch blocks({{.*}}) threads(%[[LANE:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32,
 // GPU:           arith.cmpi ult, %{{.*}}, %c64_i64 : i64
-// GPU:           %[[MAY_KEEP:.*]] = arith.andi %[[NON_EMPTY]], %{{.*}} : i1
-// GPU:           %[[MAY_DROP:.*]] = arith.andi %[[NON_EMPTY]], %{{.*}} : i1
-// GPU:           %[[EMPTY:.*]] = arith.xori %[[NON_EMPTY]], %true : i1
-// GPU:           %[[EXACT:.*]] = arith.ori %[[EMPTY]], %{{.*}} : i1
-// GPU:           %[[UNKNOWN:.*]] = arith.andi %[[MAY_KEEP]], %[[MAY_DROP]] : i1
-// GPU:           %[[KNOWN:.*]] = arith.xori %[[UNKNOWN]], %true : i1
-// GPU:           %[[DROPS:.*]] = arith.andi %[[KNOWN]], %[[MAY_DROP]] : i1
-// GPU:           %[[WARP_DROPS:.*]] = nvvm.vote.sync any %{{.*}}, %[[DROPS]] -> i1
-// GPU:           %[[KEEPS:.*]] = arith.andi %[[KNOWN]], %[[MAY_KEEP]] : i1
-// GPU:           %[[WARP_KEEPS:.*]] = nvvm.vote.sync any %{{.*}}, %[[KEEPS]] -> i1
-// GPU:           %[[PARTIAL:.*]] = arith.andi %[[WARP_KEEPS]], %[[WARP_DROPS]] : i1
-// GPU:           %[[UNDECIDED:.*]] = arith.xori %[[PARTIAL]], %true : i1
-// GPU:           %[[GAVE_UP:.*]] = arith.xori %[[EXACT]], %true : i1
-// GPU:           %[[NEEDED:.*]] = arith.ori %[[GAVE_UP]], %[[UNDECIDED]] : i1
-// GPU:           %[[LOOK:.*]] = arith.andi %[[UNKNOWN]], %[[NEEDED]] : i1
-// GPU:           scf.if %[[LOOK]] -> (i1, i1) {
-// GPU:             scf.for
+// GPU:           %[[BOTH:.*]] = arith.andi %[[BLOCK_KEEPS:.*]], %[[BLOCK_DROPS:.*]] : i1
+// GPU-NEXT:      %[[ONE_OF:.*]] = arith.xori %[[BOTH]], %true : i1
+// GPU-NEXT:      %[[DECIDED:.*]] = arith.andi %{{.*}}, %[[ONE_OF]] : i1
+// GPU:           scf.if %[[DECIDED]] -> (i1, i1) {
+// GPU:             scf.yield %[[BLOCK_KEEPS]], %[[BLOCK_DROPS]] : i1, i1
 // GPU:           } else {
-// GPU:             scf.yield %[[MAY_KEEP]], %[[MAY_DROP]] : i1, i1
-// GPU:           nvvm.vote.sync any
+// GPU:             scf.for %[[PART:.*]] = %c0 to %c64 step %c32
+// GPU:               %[[BOX:.*]] = arith.addi %[[PART]], %[[LANE]] : index
+// GPU:               arith.divui %[[BOX]], %c8 : index
+// GPU:               %[[COLUMN_PART:.*]] = arith.remui %[[BOX]], %c8 : index
+// GPU:               arith.muli %[[COLUMN_PART]], %c4 : index
+// GPU:               %[[NON_EMPTY:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// GPU-NOT:           scf.if
+// GPU:               arith.cmpi ult, %{{.*}}, %c64_i64 : i64
+// GPU:               %[[MAY_KEEP:.*]] = arith.andi %[[NON_EMPTY]], %{{.*}} : i1
+// GPU:               %[[MAY_DROP:.*]] = arith.andi %[[NON_EMPTY]], %{{.*}} : i1
+// GPU:               %[[EMPTY:.*]] = arith.xori %[[NON_EMPTY]], %true : i1
+// GPU:               %[[EXACT:.*]] = arith.ori %[[EMPTY]], %{{.*}} : i1
+// GPU:               %[[UNKNOWN:.*]] = arith.andi %[[MAY_KEEP]], %[[MAY_DROP]] : i1
+// GPU:               %[[KNOWN:.*]] = arith.xori %[[UNKNOWN]], %true : i1
+// GPU:               %[[DROPS:.*]] = arith.andi %[[KNOWN]], %[[MAY_DROP]] : i1
+// GPU:               %[[WARP_DROPS:.*]] = nvvm.vote.sync any %{{.*}}, %[[DROPS]] -> i1
+// GPU:               %[[KEEPS:.*]] = arith.andi %[[KNOWN]], %[[MAY_KEEP]] : i1
+// GPU:               %[[WARP_KEEPS:.*]] = nvvm.vote.sync any %{{.*}}, %[[KEEPS]] -> i1
+// GPU:               %[[PARTIAL:.*]] = arith.andi %[[WARP_KEEPS]], %[[WARP_DROPS]] : i1
+// GPU:               %[[UNDECIDED:.*]] = arith.xori %[[PARTIAL]], %true : i1
+// GPU:               %[[GAVE_UP:.*]] = arith.xori %[[EXACT]], %true : i1
+// GPU:               %[[NEEDED:.*]] = arith.ori %[[GAVE_UP]], %[[UNDECIDED]] : i1
+// GPU:               %[[LOOK:.*]] = arith.andi %[[UNKNOWN]], %[[NEEDED]] : i1
+// GPU:               scf.if %[[LOOK]] -> (i1, i1) {
+// GPU:                 scf.for
+// GPU:               } else {
+// GPU:                 scf.yield %[[MAY_KEEP]], %[[MAY_DROP]] : i1, i1
+// GPU:               nvvm.vote.sync any
 func.func @window(%n: index) -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
   %c1 = arith.constant 1 : index
   %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%n) kv_len(%n)

@@ -314,17 +314,22 @@ def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {
       block and append it to the partial or the full list (buffers the
       host allocates); for the q side, the same over (b, h, kv-block,
       q-block).
-    - `target=gpu`: kernels on the runtime's workspace (`attn.workspace`):
-      a block of threads per (kv-block, q-block, b * h) decides its block
-      and records keep/drop bits with warp votes. With bounds, 64 threads
-      bound a box each; a box the bounds leave open is scanned only when
-      the other boxes of its warp do not already keep and drop (the block
-      is then partial whatever the box holds) or when its bounds gave up.
-      Without, 128 threads scan the whole block row by row, each its
-      columns. Then one warp per (b, h, q-block), and for the q side one
-      per (b, h, kv-block), compacts its line into the lists with ballots,
-      the last compaction clearing the bits. A last kernel, at the end of
-      the function, zeroes the lists, as the workspace's contract asks.
+    - `target=gpu`: two kernels on the runtime's scratch buffer
+      (`attn.workspace ... scratch`, which needs no clearing afterwards;
+      a function's block masks follow one another in it). The scan runs a
+      warp per (kv-block, q-block, b * h). With bounds, the warp first
+      bounds the whole block, each captured read that depends on the rows
+      (or the columns) alone split across its 32 lanes and combined with
+      shuffles; where that cannot tell, it bounds 64 boxes of the block,
+      a lane's each, 32 at a time (reads shared by the lanes of a box
+      row or column), and scans a box the bounds leave open only when the
+      other boxes of its warp do not already keep and drop (the block is
+      then partial whatever the box holds) or when its bounds gave up.
+      Without bounds, the lanes scan the block row by row, each its
+      columns. Lane 0 writes whether the block keeps and drops (warp
+      votes). Then one warp per (b, h, q-block), and for the q side one
+      per (b, h, kv-block), compacts its line into the lists with
+      ballots and fills the rest of the line with zeros.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
