@@ -242,6 +242,8 @@ TEST(RuntimeBundle, ValidationErrorsNameWhatIsWrong) {
        "kernel 'k' shared_memory_bytes has no \"rhs\""},
       {R"("block")", R"("workspace_bytes": 4096, "block")",
        "kernel 'k' workspace_bytes is not an expression (a JSON object)"},
+      {R"("block")", R"("scratch_bytes": 4096, "block")",
+       "kernel 'k' scratch_bytes is not an expression (a JSON object)"},
       // Kernel operands.
       {R"("kind": "f32")", R"("kind": "f64")",
        "kernel 'k' operand 2 has unknown kind 'f64' (expected buffer, "

@@ -300,6 +300,35 @@ TEST(RuntimeExpr, SmCountAndWorkspaceComeFromTheEnvironment) {
   EXPECT_EQ(params[5].i64, 100);
 }
 
+TEST(RuntimeExpr, ScratchIsTheOtherBuffer) {
+  std::vector<Argument> args = qk({64, 128, 0, 0}, {0, 0});
+  // A scratch operand is the scratch buffer's descriptor, never the
+  // workspace's, and its absence is an error naming it.
+  Launch launch;
+  launch.operands.resize(2);
+  launch.operands[0].kind = Operand::Kind::Workspace;
+  launch.operands[1].kind = Operand::Kind::Scratch;
+  Environment environment;
+  environment.workspace = 0x2000;
+  environment.workspaceBytes = 64;
+  std::vector<Param> params;
+  std::string error;
+  EXPECT_FALSE(launch.params(args, params, error, &environment));
+  EXPECT_TRUE(contains(error, "needs the runtime's scratch buffer")) << error;
+  environment.scratch = 0x8000;
+  environment.scratchBytes = 400;
+  params.clear();
+  ASSERT_TRUE(launch.params(args, params, error, &environment)) << error;
+  ASSERT_EQ(params.size(), 10u);
+  EXPECT_EQ(params[0].pointer, 0x2000u);
+  EXPECT_EQ(params[3].i64, 16);
+  EXPECT_EQ(params[5].pointer, 0x8000u);
+  EXPECT_EQ(params[6].pointer, 0x8000u);
+  EXPECT_EQ(params[7].i64, 0);
+  EXPECT_EQ(params[8].i64, 100);
+  EXPECT_EQ(params[9].i64, 1);
+}
+
 //===- Kernel parameters --------------------------------------------------===//
 
 TEST(RuntimeLaunch, PacksMemrefDescriptorsAndScalars) {
