@@ -17,6 +17,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::block_masks;
@@ -201,15 +203,19 @@ std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
     for (int64_t mask = 1; mask < 32; mask *= 2)
       (mask < kvParts ? shared.rows : shared.columns).xorMasks.push_back(mask);
   }
-  Value no = arith::ConstantIntOp::create(b, loc, i1, 0);
-  auto parts = scf::ForOp::create(b, loc, c(0), c(kBoxesPerBlock), c(32),
-                                  ValueRange{no, no});
-  {
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(parts.getBody());
-    Value keep = parts.getRegionIterArgs()[0];
-    Value drop = parts.getRegionIterArgs()[1];
-    Value box = add(parts.getInductionVar(), lane);
+  Value all = arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1);
+  auto warpAny = [&](Value flag) {
+    return NVVM::VoteSyncOp::create(b, loc, i1, all, flag,
+                                    NVVM::VoteSyncKind::any)
+        .getResult();
+  };
+  // Boxes first, first + 1, ... of each lane's 32, then the next 32 unless
+  // the warp has found the block partial already (the rest cannot change
+  // that); but all of them where a read of the block gave up, which their
+  // scans report.
+  std::function<std::pair<Value, Value>(int64_t, Value, Value)> boxesFrom =
+      [&](int64_t first, Value keep, Value drop) -> std::pair<Value, Value> {
+    Value box = add(c(first), lane);
     Value qStart =
         add(q0, mul(arith::DivUIOp::create(b, loc, box, c(kvParts)), c(rows)));
     Value kvStart =
@@ -219,10 +225,23 @@ std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
         arith::MinUIOp::create(b, loc, add(qStart, c(rows)), qLimit), rows,
         kvStart, arith::MinUIOp::create(b, loc, add(kvStart, c(cols)), kvLimit),
         cols, &shared);
-    scf::YieldOp::create(
-        b, loc, ValueRange{either(keep, boxKeep), either(drop, boxDrop)});
-  }
-  scf::YieldOp::create(b, loc, parts.getResults());
+    keep = keep ? either(keep, boxKeep) : boxKeep;
+    drop = drop ? either(drop, boxDrop) : boxDrop;
+    if (first + 32 >= kBoxesPerBlock)
+      return {keep, drop};
+    Value partial = both(block.exact, both(warpAny(keep), warpAny(drop)));
+    auto ifPartial = scf::IfOp::create(b, loc, TypeRange{i1, i1}, partial,
+                                       /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(ifPartial.thenBlock());
+    scf::YieldOp::create(b, loc, ValueRange{keep, drop});
+    b.setInsertionPointToStart(ifPartial.elseBlock());
+    auto [restKeep, restDrop] = boxesFrom(first + 32, keep, drop);
+    scf::YieldOp::create(b, loc, ValueRange{restKeep, restDrop});
+    return {ifPartial.getResult(0), ifPartial.getResult(1)};
+  };
+  auto [keep, drop] = boxesFrom(0, Value(), Value());
+  scf::YieldOp::create(b, loc, ValueRange{keep, drop});
   return {ifDecided.getResult(0), ifDecided.getResult(1)};
 }
 

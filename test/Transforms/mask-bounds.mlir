@@ -31,7 +31,8 @@
 // one, past the problem's edge, its block's last row or column) so that
 // lanes can share reads, and drops an empty box's result. A box the bounds
 // leave undecided is scanned only if the bounds gave up or its warp's
-// decided boxes do not already keep and drop.
+// decided boxes do not already keep and drop, and the second 32 boxes are
+// not looked at once the first show the block partial.
 // GPU-LABEL: func.func @window
 // GPU:         gpu.launch blocks({{.*}}) threads(%[[LANE:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32,
 // GPU:           arith.cmpi ult, %{{.*}}, %c64_i64 : i64
@@ -41,34 +42,39 @@
 // GPU:           scf.if %[[DECIDED]] -> (i1, i1) {
 // GPU:             scf.yield %[[BLOCK_KEEPS]], %[[BLOCK_DROPS]] : i1, i1
 // GPU:           } else {
-// GPU:             scf.for %[[PART:.*]] = %c0 to %c64 step %c32
-// GPU:               %[[BOX:.*]] = arith.addi %[[PART]], %[[LANE]] : index
-// GPU:               arith.divui %[[BOX]], %c8 : index
-// GPU:               %[[COLUMN_PART:.*]] = arith.remui %[[BOX]], %c8 : index
-// GPU:               arith.muli %[[COLUMN_PART]], %c4 : index
-// GPU:               %[[NON_EMPTY:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
-// GPU-NOT:           scf.if
-// GPU:               arith.cmpi ult, %{{.*}}, %c64_i64 : i64
-// GPU:               %[[MAY_KEEP:.*]] = arith.andi %[[NON_EMPTY]], %{{.*}} : i1
-// GPU:               %[[MAY_DROP:.*]] = arith.andi %[[NON_EMPTY]], %{{.*}} : i1
-// GPU:               %[[EMPTY:.*]] = arith.xori %[[NON_EMPTY]], %true : i1
-// GPU:               %[[EXACT:.*]] = arith.ori %[[EMPTY]], %{{.*}} : i1
-// GPU:               %[[UNKNOWN:.*]] = arith.andi %[[MAY_KEEP]], %[[MAY_DROP]] : i1
-// GPU:               %[[KNOWN:.*]] = arith.xori %[[UNKNOWN]], %true : i1
-// GPU:               %[[DROPS:.*]] = arith.andi %[[KNOWN]], %[[MAY_DROP]] : i1
-// GPU:               %[[WARP_DROPS:.*]] = nvvm.vote.sync any %{{.*}}, %[[DROPS]] -> i1
-// GPU:               %[[KEEPS:.*]] = arith.andi %[[KNOWN]], %[[MAY_KEEP]] : i1
-// GPU:               %[[WARP_KEEPS:.*]] = nvvm.vote.sync any %{{.*}}, %[[KEEPS]] -> i1
-// GPU:               %[[PARTIAL:.*]] = arith.andi %[[WARP_KEEPS]], %[[WARP_DROPS]] : i1
-// GPU:               %[[UNDECIDED:.*]] = arith.xori %[[PARTIAL]], %true : i1
-// GPU:               %[[GAVE_UP:.*]] = arith.xori %[[EXACT]], %true : i1
-// GPU:               %[[NEEDED:.*]] = arith.ori %[[GAVE_UP]], %[[UNDECIDED]] : i1
-// GPU:               %[[LOOK:.*]] = arith.andi %[[UNKNOWN]], %[[NEEDED]] : i1
-// GPU:               scf.if %[[LOOK]] -> (i1, i1) {
-// GPU:                 scf.for
-// GPU:               } else {
-// GPU:                 scf.yield %[[MAY_KEEP]], %[[MAY_DROP]] : i1, i1
-// GPU:               nvvm.vote.sync any
+// GPU:             arith.divui %[[LANE]], %c8 : index
+// GPU:             %[[COLUMN_PART:.*]] = arith.remui %[[LANE]], %c8 : index
+// GPU:             arith.muli %[[COLUMN_PART]], %c4 : index
+// GPU:             %[[NON_EMPTY:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// GPU-NOT:         scf.if
+// GPU:             arith.cmpi ult, %{{.*}}, %c64_i64 : i64
+// GPU:             %[[MAY_KEEP:.*]] = arith.andi %[[NON_EMPTY]], %{{.*}} : i1
+// GPU:             %[[MAY_DROP:.*]] = arith.andi %[[NON_EMPTY]], %{{.*}} : i1
+// GPU:             %[[EMPTY:.*]] = arith.xori %[[NON_EMPTY]], %true : i1
+// GPU:             %[[EXACT:.*]] = arith.ori %[[EMPTY]], %{{.*}} : i1
+// GPU:             %[[UNKNOWN:.*]] = arith.andi %[[MAY_KEEP]], %[[MAY_DROP]] : i1
+// GPU:             %[[KNOWN:.*]] = arith.xori %[[UNKNOWN]], %true : i1
+// GPU:             %[[DROPS:.*]] = arith.andi %[[KNOWN]], %[[MAY_DROP]] : i1
+// GPU:             %[[WARP_DROPS:.*]] = nvvm.vote.sync any %{{.*}}, %[[DROPS]] -> i1
+// GPU:             %[[KEEPS:.*]] = arith.andi %[[KNOWN]], %[[MAY_KEEP]] : i1
+// GPU:             %[[WARP_KEEPS:.*]] = nvvm.vote.sync any %{{.*}}, %[[KEEPS]] -> i1
+// GPU:             %[[PARTIAL:.*]] = arith.andi %[[WARP_KEEPS]], %[[WARP_DROPS]] : i1
+// GPU:             %[[UNDECIDED:.*]] = arith.xori %[[PARTIAL]], %true : i1
+// GPU:             %[[GAVE_UP:.*]] = arith.xori %[[EXACT]], %true : i1
+// GPU:             %[[NEEDED:.*]] = arith.ori %[[GAVE_UP]], %[[UNDECIDED]] : i1
+// GPU:             %[[LOOK:.*]] = arith.andi %[[UNKNOWN]], %[[NEEDED]] : i1
+// GPU:             %[[FIRST:.*]]:2 = scf.if %[[LOOK]] -> (i1, i1) {
+// GPU:               scf.for
+// GPU:             } else {
+// GPU:               scf.yield %[[MAY_KEEP]], %[[MAY_DROP]] : i1, i1
+// GPU:             nvvm.vote.sync any %{{.*}}, %[[FIRST]]#1 -> i1
+// GPU:             nvvm.vote.sync any %{{.*}}, %[[FIRST]]#0 -> i1
+// GPU:             scf.if %{{.*}} -> (i1, i1) {
+// GPU-NEXT:          scf.yield %[[FIRST]]#0, %[[FIRST]]#1 : i1, i1
+// GPU-NEXT:        } else {
+// GPU-NEXT:          %[[SECOND:.*]] = arith.addi %[[LANE]], %c32 : index
+// GPU-NEXT:          arith.divui %[[SECOND]], %c8 : index
+// GPU:           nvvm.vote.sync any
 func.func @window(%n: index) -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
   %c1 = arith.constant 1 : index
   %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%n) kv_len(%n)

@@ -322,9 +322,10 @@ def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {
       (or the columns) alone split across its 32 lanes and combined with
       shuffles; where that cannot tell, it bounds 64 boxes of the block,
       a lane's each, 32 at a time (reads shared by the lanes of a box
-      row or column), and scans a box the bounds leave open only when the
-      other boxes of its warp do not already keep and drop (the block is
-      then partial whatever the box holds) or when its bounds gave up.
+      row or column; the second 32 only if the first do not already show
+      the block partial), and scans a box the bounds leave open only when
+      the other boxes of its warp do not already keep and drop (the block
+      is then partial whatever the box holds) or when its bounds gave up.
       Without bounds, the lanes scan the block row by row, each its
       columns. Lane 0 writes whether the block keeps and drops (warp
       votes). Then one warp per (b, h, q-block), and for the q side one
