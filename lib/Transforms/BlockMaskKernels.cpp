@@ -1,8 +1,8 @@
 //===- BlockMaskKernels.cpp - create_block_mask's lists on the GPU --------===//
 //
 // The GPU side of attn-lower-block-masks: a scan kernel that decides every
-// block, a keep/drop word per warp of it, and a compaction kernel per side
-// that turns each line's words into its lists. Both work in the runtime's
+// block (a warp each) into a keep/drop word, and a compaction kernel per
+// side that turns each line's words into its lists. Both work in the runtime's
 // scratch buffer, which needs no clearing afterwards.
 //
 //===----------------------------------------------------------------------===//
@@ -209,10 +209,10 @@ std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
                                     NVVM::VoteSyncKind::any)
         .getResult();
   };
-  // Boxes first, first + 1, ... of each lane's 32, then the next 32 unless
-  // the warp has found the block partial already (the rest cannot change
-  // that); but all of them where a read of the block gave up, which their
-  // scans report.
+  // Boxes first to first + 31, a lane's each, then the next 32 unless the
+  // warp has found the block partial already (the rest cannot change that);
+  // but all of them where a read of the block gave up, which their scans
+  // report.
   std::function<std::pair<Value, Value>(int64_t, Value, Value)> boxesFrom =
       [&](int64_t first, Value keep, Value drop) -> std::pair<Value, Value> {
     Value box = add(c(first), lane);
@@ -276,9 +276,8 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
 
   // Scan: a warp per (kv-block, q-block, b * h); lane 0 writes whether the
   // block keeps (bit 0) and drops (bit 1). One warp per block of threads:
-  // the bounds and the boxes' fallback need about 64 registers, which
-  // ptxas gives a block of 32 threads but not one of 128, whose threads it
-  // holds to 64 with spills.
+  // with more, ptxas spills the boxes' fallback, and fewer, larger blocks
+  // were no faster (docs/Performance.md).
   {
     auto launch = gpu::LaunchOp::create(b, loc, kvBlocks, qBlocks, bhCount,
                                         c(32), one, one);
