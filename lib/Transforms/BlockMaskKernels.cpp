@@ -25,6 +25,7 @@ using namespace mlir::attn::block_masks;
 
 namespace {
 
+/// Threads of a compaction kernel's block, a warp per line.
 constexpr int64_t kThreads = 128;
 /// Rows of a block each scan lane evaluates at once: their captured reads
 /// are in flight together.
