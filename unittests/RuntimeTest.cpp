@@ -282,6 +282,7 @@ TEST(RuntimeExpr, SmCountAndWorkspaceComeFromTheEnvironment) {
 
   // The workspace is a memref<?xi32> operand: a 1-D descriptor of words.
   Launch launch;
+  launch.workspaceBytes.value = 64;
   launch.operands.resize(2);
   launch.operands[0].kind = Operand::Kind::Workspace;
   launch.operands[1].value = read(R"({"op": "sm_count"})");
@@ -308,6 +309,7 @@ TEST(RuntimeExpr, ScratchIsTheOtherBuffer) {
   launch.operands.resize(2);
   launch.operands[0].kind = Operand::Kind::Workspace;
   launch.operands[1].kind = Operand::Kind::Scratch;
+  launch.scratchBytes.value = 400;
   Environment environment;
   environment.workspace = 0x2000;
   environment.workspaceBytes = 64;
@@ -315,6 +317,15 @@ TEST(RuntimeExpr, ScratchIsTheOtherBuffer) {
   std::string error;
   EXPECT_FALSE(launch.params(args, params, error, &environment));
   EXPECT_TRUE(contains(error, "needs the runtime's scratch buffer")) << error;
+  // A launch that needs no bytes of it (an empty problem) gets a null
+  // descriptor of size 0.
+  launch.scratchBytes.value = 0;
+  params.clear();
+  ASSERT_TRUE(launch.params(args, params, error, &environment)) << error;
+  ASSERT_EQ(params.size(), 10u);
+  EXPECT_EQ(params[5].pointer, 0u);
+  EXPECT_EQ(params[8].i64, 0);
+  launch.scratchBytes.value = 400;
   environment.scratch = 0x8000;
   environment.scratchBytes = 400;
   params.clear();

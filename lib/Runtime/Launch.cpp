@@ -51,25 +51,34 @@ bool Launch::params(const std::vector<Argument> &args, std::vector<Param> &out,
     }
     return true;
   };
+  // A runtime buffer the launch takes: allocated, or needed 0 bytes (an
+  // empty problem), when the kernel gets a null descriptor of size 0.
+  auto hasBuffer = [&](uint64_t address, const Expr &bytes, const char *what) {
+    int64_t needed = 0;
+    if (environment && !address &&
+        !evaluateIndex(bytes, args, needed, error, environment))
+      return false;
+    if (environment && (address || needed == 0))
+      return true;
+    error = std::string("the kernel needs the runtime's ") + what +
+            ", which was not allocated";
+    return false;
+  };
   for (const Operand &operand : operands) {
     Param p;
     switch (operand.kind) {
     case Operand::Kind::Workspace:
-      if (!environment || !environment->workspace) {
-        error = "the kernel needs the runtime's workspace, which was not "
-                "allocated";
+      if (!hasBuffer(environment ? environment->workspace : 0, workspaceBytes,
+                     "workspace"))
         return false;
-      }
       if (!pushMemRef(environment->workspace,
                       {environment->workspaceBytes / 4}))
         return false;
       break;
     case Operand::Kind::Scratch:
-      if (!environment || !environment->scratch) {
-        error = "the kernel needs the runtime's scratch buffer, which was not "
-                "allocated";
+      if (!hasBuffer(environment ? environment->scratch : 0, scratchBytes,
+                     "scratch buffer"))
         return false;
-      }
       if (!pushMemRef(environment->scratch, {environment->scratchBytes / 4}))
         return false;
       break;
