@@ -9,7 +9,9 @@
 #   2. checks every bundle on the size matrix against PyTorch (Python,
 #      bench/gpu_check.py through attn.Kernel), and one shape of each with
 #      attn-bundle-run (C++ runtime, float64 reference, CUDA-event timing),
-#      and the block masks built on the GPU (bench/block_masks.py);
+#      and the block masks built on the GPU (bench/block_masks.py), and
+#      empty problems with a block mask built in the call
+#      (bench/empty_problems.py);
 #   3. checks that an oversized problem and a cubin for another chip are
 #      refused with a clear error.
 # Logs under ${OUT:-/tmp}; exits non-zero if anything failed.
@@ -31,6 +33,9 @@ check gpu-bundles/f32-d16-causal-lse-bundle.json --dtype=f32 --causal --lse
 check gpu-bundles/f16-d64-window32-bundle.json --dtype=f16 --window=32
 # Block masks built on the GPU: all eight lists against PyTorch's.
 python3 bench/block_masks.py gpu-bundles/block-masks.json 2>&1 | log
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+# Empty problems with a block mask built in the call: they run, output 0.
+python3 bench/empty_problems.py gpu-bundles/bench-bf16-d128-document512-bundle.json 2>&1 | log
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 run() { build-runtime/bin/attn-bundle-run "$@" 2>&1 | log; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1; }
