@@ -204,12 +204,6 @@ std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
     for (int64_t mask = 1; mask < 32; mask *= 2)
       (mask < kvParts ? shared.rows : shared.columns).xorMasks.push_back(mask);
   }
-  Value all = arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1);
-  auto warpAny = [&](Value flag) {
-    return NVVM::VoteSyncOp::create(b, loc, i1, all, flag,
-                                    NVVM::VoteSyncKind::any)
-        .getResult();
-  };
   // Boxes first to first + 31, a lane's each, then the next 32 unless the
   // warp has found the block partial already (the rest cannot change that);
   // but all of them where a read of the block gave up, which their scans
@@ -295,12 +289,8 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
         bounded ? decideBlockInWarp(bi, hi, lane, q0, qLimit, kv0, kvLimit)
                 : scanBox(bi, hi, q0, qLimit, qBlock, kv0, kvLimit, kvBlock,
                           lane, 32, kUnrollScanRows);
-    Value all = arith::ConstantIntOp::create(b, loc, i32, -1);
     auto vote = [&](Value flag) {
-      return arith::ExtUIOp::create(
-          b, loc, i32,
-          NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), all, flag,
-                                   NVVM::VoteSyncKind::any));
+      return arith::ExtUIOp::create(b, loc, i32, warpAny(flag));
     };
     Value bits = arith::OrIOp::create(
         b, loc, vote(keep),

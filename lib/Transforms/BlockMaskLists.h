@@ -15,6 +15,7 @@
 #include "AttnDialect/Transforms/RegionInliner.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::attn::block_masks {
@@ -58,6 +59,12 @@ private:
     return add(count, arith::IndexCastOp::create(
                           b, loc, b.getIndexType(),
                           arith::ExtUIOp::create(b, loc, i32, flag)));
+  }
+  /// Whether `flag` (i1) holds on any lane of the warp.
+  Value warpAny(Value flag) {
+    Value all = arith::ConstantIntOp::create(b, loc, i32, -1);
+    return NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), all, flag,
+                                    NVVM::VoteSyncKind::any);
   }
   void sizes();
   /// Lines of a side per (b, h) (q-blocks for the kv side), and the blocks

@@ -202,12 +202,6 @@ std::pair<Value, Value> ListBuilder::decideBox(Value bi, Value hi, Value qStart,
   Value unknown = both(mayKeep, mayDrop);
   Value scanIt = unknown;
   if (shared) {
-    Value all = arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1);
-    auto warpAny = [&](Value flag) {
-      return NVVM::VoteSyncOp::create(b, loc, i1, all, flag,
-                                      NVVM::VoteSyncKind::any)
-          .getResult();
-    };
     Value known = negate(unknown);
     Value warpPartial =
         both(warpAny(both(known, mayKeep)), warpAny(both(known, mayDrop)));
