@@ -203,7 +203,9 @@ def main():
     a.dtype = name
     dtype = DTYPES[name]
     d, dv = kernel.arg_types[0][0][3], kernel.arg_types[2][0][3]
-    tol = a.tolerance or (1e-5 if name == "f32" else 2e-3)
+    # attn_runtime::attentionTolerance: P enters P V in bf16 on the tensor
+    # cores, which costs up to about one unit of bf16's roundoff.
+    tol = a.tolerance or {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}[name]
     scale = (kernel.computes[0]["scale"] if kernel.computes
              else 1 / math.sqrt(d))
     torch.manual_seed(0)

@@ -32,6 +32,15 @@ float bf16ToFloat(uint16_t bits);
 /// `value` rounded to the element type, as a double.
 double roundTo(ElementKind kind, double value);
 
+/// The relative Frobenius error an attention output of this element type
+/// may have against the float64 reference rounded to it: 1e-5 for f32,
+/// 2e-3 for f16 and bf16, except bf16 with `roundedProbabilities` (the
+/// GPU's tensor-core kernels, which, as FlashAttention does, round P to the
+/// input type before P V): 1.6e-2, as f16's 2e-3 is about four units of
+/// its roundoff (2^-11) and that rounding costs up to about one unit of
+/// bf16's (2^-8).
+double attentionTolerance(ElementKind kind, bool roundedProbabilities);
+
 /// The layout of a ranked memref descriptor with `Rank` dims.
 template <int Rank> struct MemRefDescriptor {
   void *allocated;

@@ -125,6 +125,13 @@ double attn_runtime::roundTo(ElementKind kind, double value) {
   return scalar.get(0);
 }
 
+double attn_runtime::attentionTolerance(ElementKind kind,
+                                        bool roundedProbabilities) {
+  if (kind == ElementKind::BF16 && roundedProbabilities)
+    return 1.6e-2;
+  return kind == ElementKind::F16 || kind == ElementKind::BF16 ? 2e-3 : 1e-5;
+}
+
 HostTensor::HostTensor(ElementKind kind, std::vector<int64_t> shape)
     : kind_(kind), shape_(std::move(shape)), numElements_(1) {
   // Callers check sizes against the machine first (attn-run,

@@ -324,8 +324,14 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
   Type elementType = op.getQueryType().getElementType();
   std::string typeName;
   llvm::raw_string_ostream(typeName) << elementType;
-  double allowed = sweep.tolerance > 0 ? sweep.tolerance
-                                       : (elementType.isF32() ? 1e-5 : 2e-3);
+  double allowed =
+      sweep.tolerance > 0
+          ? sweep.tolerance
+          : attn_runtime::attentionTolerance(
+                elementType.isF32()    ? attn_runtime::ElementKind::F32
+                : elementType.isBF16() ? attn_runtime::ElementKind::BF16
+                                       : attn_runtime::ElementKind::F16,
+                /*roundedProbabilities=*/gpu != nullptr);
   if (!sweep.json)
     llvm::outs() << "attn-run: target=" << where << " @" << func.getName()
                  << " dtype=" << typeName << " D=" << op.getHeadDim()

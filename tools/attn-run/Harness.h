@@ -102,7 +102,8 @@ struct AttentionSweep {
   llvm::ArrayRef<std::string> headPairs;
   /// auto, cpu or gpu (the plain float64 kernel, for ops without regions).
   std::string reference = "auto";
-  double tolerance = 0; // 0: 1e-5 for f32, 2e-3 otherwise
+  /// 0: attn_runtime::attentionTolerance of the element type.
+  double tolerance = 0;
   unsigned seed = 1;
   bool json = false;
   /// Print each case's block pattern (batch 0, head 0).
