@@ -166,20 +166,10 @@ func.func @regions_f16(%q: tensor<1x4x?x128xf16>, %k: tensor<1x4x?x128xf16>,
 // A mask_mod whose values provably fit in i32 (positions are below 2^31)
 // runs in i32 on the partial blocks; one whose values may not (a position
 // minus a captured i32) keeps index arithmetic.
-// The kv loop comes twice: when the kv length is a multiple of the kv-tile
-// (64 here), the mask_mod sees the key unclamped and no tail test runs.
 // CHECK-LABEL: func.func @mask_in_i32
 // CHECK: gpu.launch
-// CHECK: %[[REM:.*]] = arith.remui %{{.*}}, %c64{{.*}} : index
-// CHECK-NEXT: %[[WHOLE:.*]] = arith.cmpi eq, %[[REM]], %{{.*}} : index
-// CHECK-NEXT: scf.if %[[WHOLE]]
-// CHECK-NOT: arith.minsi {{.*}} : i32
 // CHECK: %[[D:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
-// CHECK-NEXT: arith.cmpi ult, %[[D]], %{{.*}} : i32
-// CHECK-NOT: arith.minsi {{.*}} : i32
-// CHECK: } else {
-// CHECK: arith.minsi {{.*}} : i32
-// CHECK: arith.cmpi slt, {{.*}} : i32
+// CHECK: arith.cmpi ult, %[[D]], %{{.*}} : i32
 // CHECK-LABEL: func.func @mask_in_index
 // CHECK: gpu.launch
 // CHECK: %[[START:.*]] = arith.index_cast %{{.*}} : i32 to index

@@ -118,11 +118,9 @@ private:
   /// fragments [band][kk] from registers, or shared memory if none.
   SmallVector<BandTile> scores(Value buffer, ArrayRef<BandTile> queryFragments);
   /// score_mod, then the masks, at each register's position (`masked`), or
-  /// score_mod alone. With `inside`, the tile lies wholly before the kv
-  /// length: no key is past it, so neither the tail test nor the clamp of
-  /// the position a region sees is emitted.
+  /// score_mod alone.
   BandTile modifyScores(ArrayRef<Fragment> s, Value kv0, int64_t band,
-                        bool masked, bool inside = false);
+                        bool masked);
   /// What turns an mma score into a log2-domain score: the scale times
   /// log2(e) without a score_mod (log2(e) after one). Applied to the scores
   /// before the masks (scoreScale) unless it is positive and there is no
@@ -234,9 +232,6 @@ private:
   int64_t bands;
   /// Whether the mask_mod is evaluated in i32 (RegionInliner::maskModI32).
   bool maskFitsI32;
-  /// Whether the kv loop being built serves kv lengths that are a multiple
-  /// of the kv-tile: no tile reaches past the length.
-  bool wholeKvTiles = false;
 };
 
 } // namespace mlir::attn::mma

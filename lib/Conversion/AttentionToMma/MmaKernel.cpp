@@ -162,7 +162,7 @@ SmallVector<BandTile> BlockBuilder::scores(Value buffer,
 }
 
 BandTile BlockBuilder::modifyScores(ArrayRef<Fragment> s, Value kv0,
-                                    int64_t band, bool masked, bool inside) {
+                                    int64_t band, bool masked) {
   BandTile out;
   Value lastKv = max(sub(n, c(1)), c(0));
   Value negInf = f32c(kNegInf);
@@ -219,7 +219,7 @@ BandTile BlockBuilder::modifyScores(ArrayRef<Fragment> s, Value kv0,
     Fragment modified;
     for (int64_t e = 0; e < 4; ++e) {
       Value kv = add(kv0, add(t2, c(kChunk * chunk + e % 2)));
-      Value regionKv = add(offKV, inside ? kv : min(kv, lastKv));
+      Value regionKv = add(offKV, min(kv, lastKv));
       Value q = regionQ[band][e / 2];
       Value x = values[e];
       if (op.hasScoreMod()) {
@@ -234,35 +234,29 @@ BandTile BlockBuilder::modifyScores(ArrayRef<Fragment> s, Value kv0,
             arith::ConstantIntOp::create(b, loc, i32, kChunk * chunk + e % 2));
         Value q32 = rowQ32[e / 2];
         Value regionKv32 = arith::AddIOp::create(
-            b, loc, offKV32,
-            inside ? kv32 : arith::MinSIOp::create(b, loc, kv32, lastKv32));
+            b, loc, offKV32, arith::MinSIOp::create(b, loc, kv32, lastKv32));
         Value keep =
-            k.regions.maskModI32(b, loc, batch32, head32, q32, regionKv32);
-        if (!inside)
-          keep = arith::AndIOp::create(
-              b, loc, keep,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kv32,
-                                    n32));
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kv32, n32);
         if (op.getCausal())
           keep = arith::AndIOp::create(
               b, loc, keep,
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
                                     regionKv32, q32));
+        keep = arith::AndIOp::create(
+            b, loc, keep,
+            k.regions.maskModI32(b, loc, batch32, head32, q32, regionKv32));
         x = arith::SelectOp::create(b, loc, keep, x, negInf);
       } else if (masked) {
-        Value keep = inside ? Value() : less(kv, n);
-        auto both = [&](Value x, Value y) {
-          return x ? arith::AndIOp::create(b, loc, x, y).getResult() : y;
-        };
-        if (op.getCausal())
-          keep =
-              both(keep, arith::CmpIOp::create(
-                             b, loc, arith::CmpIPredicate::sle, regionKv, q));
-        if (op.hasMaskMod())
-          keep =
-              both(keep, k.regions.maskMod(b, loc, batchW, headW, q, regionKv));
-        if (!keep)
-          keep = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+        Value keep = less(kv, n);
+        if (op.getCausal()) {
+          Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                              regionKv, q);
+          keep = arith::AndIOp::create(b, loc, keep, below);
+        }
+        if (op.hasMaskMod()) {
+          Value mask = k.regions.maskMod(b, loc, batchW, headW, q, regionKv);
+          keep = arith::AndIOp::create(b, loc, keep, mask);
+        }
         x = arith::SelectOp::create(b, loc, keep, x, negInf);
       }
       modified.push_back(x);
@@ -511,36 +505,9 @@ void BlockBuilder::build() {
     }
   }
 
-  auto kvLoop = [&] {
-    return tiles.warpgroup ? warpgroupLoop(steps)
-                           : llvm::to_vector(syncLoop(steps));
-  };
+  SmallVector<Value> results =
+      tiles.warpgroup ? warpgroupLoop(steps) : llvm::to_vector(syncLoop(steps));
   int64_t accValues = 4 * (dv / kChunk) * bands;
-  SmallVector<Value> results;
-  if (!op.hasMaskMod()) {
-    results = kvLoop();
-  } else {
-    // A mask_mod costs instructions per score on the partial blocks'
-    // critical path. When the kv length is a multiple of the kv-tile, a
-    // second copy of the loop evaluates it without the tail test and the
-    // clamp of the key a region sees. (A branch per tile between the two
-    // makes ptxas serialize the wgmmas.)
-    int64_t carried = accValues + 4 * bands;
-    auto whole = scf::IfOp::create(
-        b, loc, TypeRange(SmallVector<Type>(carried, f32)),
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                              rem(n, tiles.kvTile), c(0)),
-        /*withElseRegion=*/true);
-    for (bool wholeTiles : {true, false}) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(wholeTiles ? whole.thenBlock()
-                                            : whole.elseBlock());
-      wholeKvTiles = wholeTiles;
-      scf::YieldOp::create(b, loc, kvLoop());
-    }
-    wholeKvTiles = false;
-    results = whole.getResults();
-  }
   SmallVector<BandTile> acc = tilesOf(
       ArrayRef<Value>(results).take_front(accValues), bands, dv / kChunk);
   SmallVector<Value> maxes(
@@ -580,8 +547,7 @@ BlockBuilder::scoresToProbs(SmallVector<BandTile> s, Value j, Value kv0,
                                          : masked.elseBlock());
     SmallVector<BandTile> modified;
     for (int64_t band = 0; band < bands; ++band)
-      modified.push_back(
-          modifyScores(s[band], kv0, band, withMasks, wholeKvTiles));
+      modified.push_back(modifyScores(s[band], kv0, band, withMasks));
     scf::YieldOp::create(b, loc, flattenTiles(modified));
   }
   s = tilesOf(masked.getResults(), bands, k.tiles.kvTile / kChunk);
