@@ -327,11 +327,8 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
   double allowed =
       sweep.tolerance > 0
           ? sweep.tolerance
-          : attn_runtime::attentionTolerance(
-                elementType.isF32()    ? attn_runtime::ElementKind::F32
-                : elementType.isBF16() ? attn_runtime::ElementKind::BF16
-                                       : attn_runtime::ElementKind::F16,
-                /*roundedProbabilities=*/gpu != nullptr);
+          : attentionTolerance(*kindOf(elementType),
+                               /*roundedProbabilities=*/gpu != nullptr);
   if (!sweep.json)
     llvm::outs() << "attn-run: target=" << where << " @" << func.getName()
                  << " dtype=" << typeName << " D=" << op.getHeadDim()

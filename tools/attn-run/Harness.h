@@ -102,7 +102,7 @@ struct AttentionSweep {
   llvm::ArrayRef<std::string> headPairs;
   /// auto, cpu or gpu (the plain float64 kernel, for ops without regions).
   std::string reference = "auto";
-  /// 0: attn_runtime::attentionTolerance of the element type.
+  /// 0: attn_runtime::attentionTolerance of the element type and target.
   double tolerance = 0;
   unsigned seed = 1;
   bool json = false;
