@@ -113,9 +113,12 @@ def main():
                 # Skipping efficiency: the same kernel family without the
                 # mask, to compare useful TFLOP/s with dense TFLOP/s.
                 # bench-<dtype>-d<D>-<mask>[-<variant>...]-bundle.json:
-                # the dense bundle of the same dtype and D, default tiles.
+                # the dense bundle of the same dtype and D, default tiles;
+                # a warp-specialized (-ws) one's dense -ws bundle.
+                ws = re.search(r"(-ws[a-z0-9]*)-bundle\.json$", path)
+                kernel_kind = ws.group(1) if ws else ""
                 dense = attn.Kernel(re.sub(rf"-{kind}(-[a-z0-9]+)*-bundle",
-                                           "-full-bundle", path))
+                                           f"-full{kernel_kind}-bundle", path))
                 row["dense_attn_ms"] = do_bench(dense.prepare(q, k, v, o),
                                                 warmup=25, rep=100,
                                                 return_mode="median")

@@ -62,6 +62,7 @@ void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
     mma.kvTile = options.pipeline.kvTile;
     mma.warps = options.pipeline.warps;
     mma.stages = options.pipeline.stages;
+    mma.warpSpecialized = options.pipeline.warpSpecialized;
     mma.sharedMemoryPerBlock = options.target.sharedMemoryPerBlock;
     mma.boundsChecks = options.pipeline.boundsChecks;
     mma.warpgroupMma = options.target.hasWarpgroupMma();
@@ -136,6 +137,7 @@ void addNvvmStage(OpPassManager &pm, const NvvmStageOptions &options) {
   kernels.addPass(createApproxMathToNVVM());
   kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createEnableSetMaxNReg());
   kernels.addPass(createExternDynamicSharedMemory());
   kernels.addPass(createConvertNVVMToLLVMPass());
   kernels.addPass(createCanonicalizerPass());

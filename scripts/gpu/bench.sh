@@ -4,7 +4,7 @@
 # Needs gpu-bundles/ from scripts/gpu/make-bundles.sh, copied into the
 # checkout, and the Python package scripts/gpu/runtime.sh builds.
 # Usage: scripts/gpu/bench.sh [f16|bf16 ...]
-#   or scripts/gpu/bench.sh masks|mask-tiles
+#   or scripts/gpu/bench.sh masks|mask-tiles|warp-specialized
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -23,7 +23,10 @@ done
 if [ "$1" = masks ]; then
   bundles=(gpu-bundles/bench-bf16-d128-{window1024,document512}{,-given}-bundle.json)
 elif [ "$1" = mask-tiles ]; then
-  bundles=(gpu-bundles/bench-bf16-d128-{window1024,document512}-given-*-bundle.json)
+  bundles=(gpu-bundles/bench-bf16-d128-{window1024,document512}-given-{band1,kv32,kv16,q64,kv128}-bundle.json)
+elif [ "$1" = warp-specialized ]; then
+  # Each bundle next to its warp-specialized (-ws) variant.
+  bundles=(gpu-bundles/bench-bf16-d128-{full,causal,window1024-given,document512-given}{,-ws}-bundle.json)
 fi
 # attn.Kernel: the runtime-only Python package scripts/gpu/round.sh builds.
 [ -d build-runtime/python/attn ] || { echo "no build-runtime/python/attn: run scripts/gpu/round.sh first"; exit 1; }

@@ -91,6 +91,15 @@ for mask in window1024:sliding-window:1024 document512:document; do
       --dtype=bf16 --head-dim=128 --mask=${mask#*:} --given-block-mask=128
   done
 done
+# The warp-specialized persistent kernel (sm_90a), dense and with the
+# benchmark's masks: scripts/gpu/bench.sh warp-specialized.
+if [ "$chip" = sm_90a ]; then
+  for mask in full "causal:--causal" "window1024-given:--mask=sliding-window:1024 --given-block-mask=128" \
+              "document512-given:--mask=document --given-block-mask=128"; do
+    options="warp-specialized=1" make_bundle "bench-bf16-d128-${mask%%:*}-ws" \
+      --dtype=bf16 --head-dim=128 $([ "$mask" = full ] || echo "${mask#*:}")
+  done
+fi
 # attn.softmax on [rows, N] (dynamic sizes), for bench/softmax_bench.py:
 # the pipeline's defaults, then variants with other attn-softmax-to-gpu
 # options (run before the pipeline, which then finds no softmax left):

@@ -164,6 +164,11 @@ static cl::opt<std::string> transformFile(
              "input before the CPU pipeline (e.g. split-kv tiling)"),
     cl::value_desc("FILE.mlir"), cl::cat(category));
 static SizeOpt kvTile("kv-tile", cl::init(64), cl::cat(category));
+static cl::opt<bool> warpSpecialized(
+    "warp-specialized",
+    cl::desc("--target=gpu on sm_90a: the persistent wgmma kernel whose "
+             "producer warpgroup copies the tiles"),
+    cl::cat(category));
 static cl::opt<bool> boundsChecks(
     "bounds-checks", cl::init(true),
     cl::desc("compile the CPU kernel with region bounds checks: a captured "
@@ -225,6 +230,7 @@ std::unique_ptr<GpuTarget> compileFor(ModuleOp module, func::FuncOp func,
   options.qTile = qTile;
   options.kvTile = kvTile;
   options.threads = blockThreads;
+  options.warpSpecialized = warpSpecialized;
   options.repeat = repeat;
   auto created = GpuTarget::create(module, func, options);
   if (!created)

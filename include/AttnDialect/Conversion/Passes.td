@@ -157,6 +157,19 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
     mma.sync that wgmma cannot take (4 warps of 128 rows, one K/V stage)
     keep mma.sync.
 
+    With `warp-specialized` (and wgmma), the kernel is persistent and
+    warp-specialized, as FlashAttention-3's: min(tiles, SMs) blocks
+    (`attn.multiprocessor_count`) of 384 threads take q-tiles from a
+    counter in a zeroed two-word `attn.workspace` (the last block out
+    zeroes it again). A producer warpgroup copies Q (two buffers, so the
+    next tile's Q lands during this one), K and V with cp.async, each
+    thread signalling the buffer's mbarrier as its copies land
+    (`cp.async.mbarrier.arrive.noinc`); the two consumer warpgroups wait
+    on those barriers instead of block barriers, release each buffer once
+    their wgmmas have read it, and store O from registers. `setmaxnreg`
+    moves registers from the producer (40) to the consumers (232); the
+    launch carries `attn.warp_specialized`.
+
     Tiles (q-tile, kv-tile, bands, warps) of 0 are chosen per head dim so
     that a block's registers do not spill and its shared memory fits
     `shared-memory-per-block`; the choice is recorded on the launch as
@@ -188,7 +201,10 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
            "divisions; a violation prints what and where and traps">,
     Option<"warpgroupMma", "wgmma", "bool", /*default=*/"false",
            "compute head dims of 64 and 128 with sm_90a wgmma instead of "
-           "mma.sync (attn-lower-to-nvvm sets it for sm_90a)">
+           "mma.sync (attn-lower-to-nvvm sets it for sm_90a)">,
+    Option<"warpSpecialized", "warp-specialized", "bool", /*default=*/"false",
+           "with wgmma: a persistent kernel whose producer warpgroup copies "
+           "the tiles for the two computing ones">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -89,6 +89,11 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
       llvm::cl::desc("mma kernels: K/V buffers in shared memory, 1 or 2 "
                      "(0: 2)"),
       llvm::cl::init(0)};
+  Option<bool> warpSpecialized{
+      *this, "warp-specialized",
+      llvm::cl::desc("wgmma kernels (sm_90a): persistent, with a producer "
+                     "warpgroup that copies the tiles for the computing ones"),
+      llvm::cl::init(false)};
   Option<int64_t> threads{*this, "threads",
                           llvm::cl::desc("threads per block (1 to 1024)"),
                           llvm::cl::init(128)};

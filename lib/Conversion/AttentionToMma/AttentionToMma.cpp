@@ -108,12 +108,14 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
   MmaTiles given{qTile, kvTile, bands, stages};
   given.warpgroup =
       warpgroupMma && servesWarpgroupMma(shape) && bands.getValue() <= 1;
+  given.warpSpecialized = given.warpgroup && warpSpecialized;
   std::optional<MmaTiles> tiles =
       chooseTiles(shape, given, warps, sharedMemoryPerBlock);
   // Tiles given for mma.sync (bands of 32 rows, 64-row warpgroups cut,
   // one K/V stage) keep it.
   if (!tiles && given.warpgroup) {
     given.warpgroup = false;
+    given.warpSpecialized = false;
     tiles = chooseTiles(shape, given, warps, sharedMemoryPerBlock);
   }
   // A block reads one q-block's lists and walks each listed kv-block in
@@ -185,8 +187,23 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
   Value sharedSize =
       arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), bytes);
   Value one = index(1);
+  Value gridX = qBlocks, gridY = heads, gridZ = batches, workspace;
+  if (tiles->warpSpecialized) {
+    // One block per SM takes tiles until none are left.
+    Value total = arith::MulIOp::create(
+        rewriter, loc, arith::MulIOp::create(rewriter, loc, qBlocks, heads),
+        batches);
+    gridX = arith::MinUIOp::create(
+        rewriter, loc, total,
+        MultiprocessorCountOp::create(rewriter, loc, rewriter.getIndexType()));
+    gridY = gridZ = one;
+    workspace = WorkspaceOp::create(
+        rewriter, loc,
+        MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()),
+        index(2));
+  }
   auto launch =
-      gpu::LaunchOp::create(rewriter, loc, qBlocks, heads, batches,
+      gpu::LaunchOp::create(rewriter, loc, gridX, gridY, gridZ,
                             index(tiles->threads()), one, one, sharedSize);
   // The choice, for attn-opt readers and lit tests.
   launch->setAttr(
@@ -206,6 +223,8 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
                                  rewriter.getI64IntegerAttr(bytes))}));
   if (tiles->warpgroup)
     launch->setAttr("attn.wgmma", rewriter.getUnitAttr());
+  if (tiles->warpSpecialized)
+    launch->setAttr("attn.warp_specialized", rewriter.getUnitAttr());
 
   {
     OpBuilder::InsertionGuard guard(rewriter);
@@ -252,6 +271,7 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
       return dims;
     };
     int64_t keyBytes = tileBytes(*tiles, tiles->kvTile, shape.headDim);
+    int64_t valueBytes = tileBytes(*tiles, tiles->kvTile, shape.valueHeadDim);
     MmaKernel kernel{rewriter, loc, op, *tiles,
                      RegionInliner(op, boundsChecks ? RegionChecks::DeviceTrap
                                                     : RegionChecks::None)};
@@ -262,7 +282,11 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     kernel.lse = lse;
     kernel.lists = lists;
     kernel.queryStage =
-        view(0, tileDims({}, tiles->qTile, shape.headDim), element);
+        view(0,
+             tileDims(tiles->warpSpecialized ? SmallVector<int64_t>{2}
+                                             : SmallVector<int64_t>{},
+                      tiles->qTile, shape.headDim),
+             element);
     kernel.outputStage =
         view(0, {tiles->qTile, shape.valueHeadDim + outPad}, outElement);
     kernel.keyStage = view(
@@ -275,6 +299,13 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     kernel.head = launch.getBlockIds().y;
     kernel.batch = launch.getBlockIds().z;
     kernel.tid = launch.getThreadIds().x;
+    if (tiles->warpSpecialized) {
+      int64_t barrierOffset = keyOffset + stages * (keyBytes + valueBytes);
+      kernel.barriers = view(barrierOffset, {kBarriers}, rewriter.getI64Type());
+      kernel.tileSlots =
+          view(barrierOffset + 8 * kBarriers, {2}, rewriter.getI32Type());
+      kernel.workspace = workspace;
+    }
     kernel.build();
     gpu::TerminatorOp::create(rewriter, loc);
   }

@@ -17,6 +17,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
+#include <functional>
+
 namespace mlir::attn::mma {
 
 /// Elements of a 16-byte copy or row pad, for 16-bit inputs.
@@ -58,7 +60,10 @@ public:
         i32(b.getI32Type()), bands(kernel.tiles.bands),
         maskFitsI32(op.hasMaskMod() && kernel.regions.maskModFitsI32()) {}
 
+  /// The kernel of one q-tile per block.
   void build();
+  /// The warp-specialized persistent kernel (WarpSpecialized.cpp).
+  void buildWarpSpecialized();
 
 private:
   // Index arithmetic.
@@ -148,10 +153,26 @@ private:
                                       SmallVector<Value> &corrections);
   /// The kv loop, its carried values (accumulators, maxes, sums) at exit.
   ValueRange syncLoop(Value steps);
+  /// How wgmma's loop gets its K and V tiles. Step j of a tile is step
+  /// `it` = base + j of a running count, and its tiles lie in buffer it % 2.
+  struct TileStaging {
+    Value base;
+    /// Before step j (first key kv0) issues S_j and, with `previous`,
+    /// P_j-1 V_j-1: K_j and V_j-1 are to be in their buffers.
+    std::function<void(Value j, Value it, Value kv0, bool previous)> beforeStep;
+    /// Every wgmma reading the K (V) tile of step `it` has finished.
+    std::function<void(Value it)> keysRead, valuesRead;
+    /// Before the last P V, of step `it`.
+    std::function<void(Value it)> beforeLastAccumulate;
+    std::function<void()> afterLoop;
+  };
+  /// The block copies its own tiles with cp.async, waiting for them and
+  /// for every warp at each step.
+  TileStaging copyStaging(Value steps);
   /// wgmma's loop, FlashAttention-3's intra-warpgroup pipelining: step j
   /// issues S_j and then O += P_j-1 V_j-1, and computes the softmax of S_j
   /// while the PV wgmma runs.
-  SmallVector<Value> warpgroupLoop(Value steps);
+  SmallVector<Value> warpgroupLoop(Value steps, const TileStaging &staging);
 
   /// Issues the copy of step j's K tile into buffer `buffer`, if j is a
   /// step.
@@ -188,8 +209,22 @@ private:
   /// The shared address of a stage's buffer `buffer`, as an index.
   Value stageAddress(Value stage, Value buffer);
   /// Per band: the accumulators, and the (max, sum) of rows g and g + 8.
+  /// Staged through shared memory for 16-byte stores, or stored from the
+  /// registers.
   void storeOutput(ArrayRef<BandTile> acc, ArrayRef<Value> sums,
-                   ArrayRef<Value> maxes);
+                   ArrayRef<Value> maxes, bool staged);
+  /// The loop's results (accumulators, the lanes' maxes and sums) to O and
+  /// the logsumexp.
+  void finishTile(ArrayRef<Value> results, bool staged);
+
+  /// The sizes, offsets and copying threads, which every tile shares.
+  void setUpThread();
+  /// The thread's lane values (fragment rows and columns), which every
+  /// tile shares; setUpTile makes them on the first tile.
+  void setUpLanes();
+  /// The values of the q-tile `qBlock()` of (k.batch, k.head); returns
+  /// its kv steps.
+  Value setUpTile(llvm::function_ref<Value()> qBlock);
 
   /// The block mask's schedule for this block: its q-block's partial
   /// blocks, then its full ones, each cut into kv-tiles.
@@ -210,8 +245,11 @@ private:
   int64_t d, dv;
   Type element, outElement, f32, i32;
 
-  // Sizes and whole-problem offsets.
-  Value m, n, offB, offH, offQ, offKV;
+  // Sizes, whole-problem offsets and the q heads per kv head.
+  Value m, n, offB, offH, offQ, offKV, group;
+  // The thread that copies (0 first) and how many copy together.
+  Value copyThread;
+  int64_t copyThreads = 0;
   // The block's (b, h) in the whole problem, its kv head and first row.
   Value batchW, headW, kvHead, q0;
   // The thread: warp, lane, g = lane / 4, t = lane % 4, the warp's first

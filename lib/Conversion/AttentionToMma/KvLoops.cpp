@@ -154,7 +154,28 @@ ValueRange BlockBuilder::syncLoop(Value steps) {
   return loop.getResults();
 }
 
-SmallVector<Value> BlockBuilder::warpgroupLoop(Value steps) {
+BlockBuilder::TileStaging BlockBuilder::copyStaging(Value steps) {
+  TileStaging staging;
+  staging.base = c(0);
+  // Step j, after every copy before it landed, copies K_j+1 and V_j: both
+  // buffers' last readers finished before this step's barrier.
+  staging.beforeStep = [this, steps](Value j, Value it, Value kv0, bool) {
+    Value buffer = rem(it, 2);
+    waitGroups(0);
+    copyKeyTile(add(j, c(1)), steps, sub(c(1), buffer));
+    copyRows(k.value, kvHead, kv0, n, k.tiles.kvTile, dv, k.valueStage,
+             {buffer});
+    commitGroup();
+  };
+  staging.keysRead = [](Value) {};
+  staging.valuesRead = [](Value) {};
+  staging.beforeLastAccumulate = [this](Value) { waitGroups(0); };
+  staging.afterLoop = [this] { NVVM::CpAsyncWaitGroupOp::create(b, loc, 0); };
+  return staging;
+}
+
+SmallVector<Value> BlockBuilder::warpgroupLoop(Value steps,
+                                               const TileStaging &staging) {
   const MmaTiles &tiles = k.tiles;
   int64_t accChunks = dv / kChunk;
   int64_t accValues = 4 * accChunks;
@@ -168,20 +189,17 @@ SmallVector<Value> BlockBuilder::warpgroupLoop(Value steps) {
       probs.push_back(Fragment(carried.slice(accValues + 4 + 4 * i, 4)));
     return probs;
   };
-  // Step j, after every copy before it landed: copies K_j+1 and V_j (both
-  // buffers' last readers finished before this step's barrier), issues
-  // S_j and, with `previous` P_j-1, O += P_j-1 V_j-1, then runs the
+  // Step j (the staging's step it, whose tiles are in buffer it % 2)
+  // issues S_j and, with `previous` P_j-1, O += P_j-1 V_j-1, then runs the
   // softmax of S_j while that runs. Returns (O, maxes, sums, P_j).
   auto step = [&](Value j, ValueRange carried, bool previous) {
     SmallVector<BandTile> acc = tilesOf(carried, 1, accChunks);
     SmallVector<Value> maxes(carried.slice(accValues, 2));
     SmallVector<Value> sums(carried.slice(accValues + 2, 2));
-    Value buffer = rem(j, 2);
+    Value it = add(staging.base, j);
+    Value buffer = rem(it, 2);
     Value kv0 = kvStart(j);
-    waitGroups(0);
-    copyKeyTile(add(j, c(1)), steps, sub(c(1), buffer));
-    copyRows(k.value, kvHead, kv0, n, tiles.kvTile, dv, k.valueStage, {buffer});
-    commitGroup();
+    staging.beforeStep(j, it, kv0, previous);
     PvOperands pv;
     if (previous)
       pv = pvOperands(probsOf(carried), sub(c(1), buffer));
@@ -192,6 +210,7 @@ SmallVector<Value> BlockBuilder::warpgroupLoop(Value steps) {
     } else {
       s = warpgroupWait(b, loc, s, 0);
     }
+    staging.keysRead(it);
     SmallVector<Value> corrections;
     SmallVector<BandTile> probs = scoresToProbs(
         tilesOf(s, 1, tiles.kvTile / kChunk), j, kv0, maxes, sums, corrections);
@@ -199,6 +218,7 @@ SmallVector<Value> BlockBuilder::warpgroupLoop(Value steps) {
       SmallVector<Value> o =
           warpgroupWait(b, loc, flattenTiles(acc), 0, pv.inputs());
       acc = tilesOf(o, 1, accChunks);
+      staging.valuesRead(sub(it, c(1)));
     }
     rescale(acc, corrections);
     SmallVector<Value> out = flattenTiles(acc);
@@ -241,16 +261,18 @@ SmallVector<Value> BlockBuilder::warpgroupLoop(Value steps) {
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(last.thenBlock());
-    waitGroups(0);
+    Value it = add(staging.base, sub(steps, c(1)));
+    staging.beforeLastAccumulate(it);
     SmallVector<BandTile> acc =
         tilesOf(results.take_front(accValues), 1, accChunks);
-    Value buffer = rem(sub(steps, c(1)), 2);
-    issueAccumulate(pvOperands(probsOf(results), buffer), acc);
-    scf::YieldOp::create(b, loc, warpgroupWait(b, loc, flattenTiles(acc), 0));
+    issueAccumulate(pvOperands(probsOf(results), rem(it, 2)), acc);
+    SmallVector<Value> o = warpgroupWait(b, loc, flattenTiles(acc), 0);
+    staging.valuesRead(it);
+    scf::YieldOp::create(b, loc, o);
     b.setInsertionPointToStart(last.elseBlock());
     scf::YieldOp::create(b, loc, results.take_front(accValues));
   }
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  staging.afterLoop();
   SmallVector<Value> out(last.getResults());
   out.append(results.begin() + accValues, results.begin() + accValues + 4);
   return out;

@@ -38,14 +38,14 @@ void BlockBuilder::copyRows(Value source, Value head, Value start, Value limit,
                             ValueRange stageIndex) {
   int64_t chunksPerRow = width / kVectorElements;
   int64_t total = rows * chunksPerRow;
-  int64_t threads = k.tiles.threads();
-  // When the block's threads cover whole rows, a thread's copies differ by
+  int64_t threads = copyThreads;
+  // When the copying threads cover whole rows, a thread's copies differ by
   // constant rows, so their addresses differ by constants.
   bool wholeRows = threads % chunksPerRow == 0;
-  Value firstRow = div(k.tid, chunksPerRow);
-  Value firstCol = mul(rem(k.tid, chunksPerRow), c(kVectorElements));
+  Value firstRow = div(copyThread, chunksPerRow);
+  Value firstCol = mul(rem(copyThread, chunksPerRow), c(kVectorElements));
   for (int64_t i = 0; i * threads < total; ++i) {
-    Value idx = add(k.tid, c(i * threads));
+    Value idx = add(copyThread, c(i * threads));
     auto copy = [&] {
       Value row = wholeRows ? add(firstRow, c(i * threads / chunksPerRow))
                             : div(idx, chunksPerRow);
@@ -286,7 +286,7 @@ void BlockBuilder::accumulate(ArrayRef<BandTile> probs, Value buffer,
 }
 
 void BlockBuilder::storeOutput(ArrayRef<BandTile> acc, ArrayRef<Value> sums,
-                               ArrayRef<Value> maxes) {
+                               ArrayRef<Value> maxes, bool staged) {
   Value zero = f32c(0.0);
   Value one = f32c(1.0);
   SmallVector<Value> inverse;
@@ -296,50 +296,72 @@ void BlockBuilder::storeOutput(ArrayRef<BandTile> acc, ArrayRef<Value> sums,
     Value reciprocal = arith::DivFOp::create(b, loc, one, sum);
     inverse.push_back(arith::SelectOp::create(b, loc, empty, zero, reciprocal));
   }
-  // The Q tile's rows become the output rows: every warp is past its last
-  // read of Q, K and V.
-  gpu::BarrierOp::create(b, loc);
   int64_t outBytes = outElement.getIntOrFloatBitWidth() / 8;
   auto pairType = VectorType::get({2}, f32);
-  for (int64_t band = 0; band < bands; ++band) {
-    for (auto [chunk, values] : llvm::enumerate(acc[band])) {
-      Value col = add(t2, c(kChunk * chunk));
-      for (int64_t r = 0; r < 2; ++r) {
-        Value scale = inverse[2 * band + r];
-        Value lo = arith::MulFOp::create(b, loc, values[2 * r], scale);
-        Value hi = arith::MulFOp::create(b, loc, values[2 * r + 1], scale);
-        Value pair = vector::FromElementsOp::create(b, loc, pairType,
-                                                    ValueRange{lo, hi});
-        if (outElement != f32)
-          pair = arith::TruncFOp::create(
-              b, loc, VectorType::get({2}, outElement), pair);
-        Value row = add(add(warpRow, g), c(16 * band + 8 * r));
-        vector::StoreOp::create(b, loc, pair, k.outputStage,
-                                ValueRange{row, col}, /*nontemporal=*/false,
-                                b.getI64IntegerAttr(2 * outBytes));
+  // Row r's column pair at `col`, scaled and rounded to the output type.
+  auto outputPair = [&](const Fragment &values, int64_t band, int64_t r) {
+    Value scale = inverse[2 * band + r];
+    Value lo = arith::MulFOp::create(b, loc, values[2 * r], scale);
+    Value hi = arith::MulFOp::create(b, loc, values[2 * r + 1], scale);
+    Value pair =
+        vector::FromElementsOp::create(b, loc, pairType, ValueRange{lo, hi});
+    if (outElement != f32)
+      pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, outElement),
+                                     pair);
+    return pair;
+  };
+  if (!staged) {
+    // Shared memory may already hold the next tile's Q: each lane stores
+    // its pairs.
+    for (int64_t band = 0; band < bands; ++band)
+      for (auto [chunk, values] : llvm::enumerate(acc[band]))
+        for (int64_t r = 0; r < 2; ++r) {
+          Value row = rowQ[band][r];
+          auto inside = scf::IfOp::create(b, loc, less(row, m));
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(inside.thenBlock());
+          vector::StoreOp::create(
+              b, loc, outputPair(values, band, r), k.output,
+              ValueRange{k.batch, k.head, row, add(t2, c(kChunk * chunk))},
+              /*nontemporal=*/false, b.getI64IntegerAttr(2 * outBytes));
+        }
+  } else {
+    // The Q tile's rows become the output rows: every warp is past its last
+    // read of Q, K and V.
+    gpu::BarrierOp::create(b, loc);
+    for (int64_t band = 0; band < bands; ++band) {
+      for (auto [chunk, values] : llvm::enumerate(acc[band])) {
+        Value col = add(t2, c(kChunk * chunk));
+        for (int64_t r = 0; r < 2; ++r) {
+          Value pair = outputPair(values, band, r);
+          Value row = add(add(warpRow, g), c(16 * band + 8 * r));
+          vector::StoreOp::create(
+              b, loc, pair, k.outputStage, ValueRange{row, col},
+              /*nontemporal=*/false, b.getI64IntegerAttr(2 * outBytes));
+        }
       }
     }
-  }
-  // Each warp reads back only its own rows.
-  NVVM::SyncWarpOp::create(
-      b, loc, arith::ConstantIntOp::create(b, loc, i32, -1).getResult());
-  int64_t vectorElements = 16 / outBytes;
-  int64_t chunksPerRow = dv / vectorElements;
-  auto vectorType = VectorType::get({vectorElements}, outElement);
-  for (int64_t i = 0; i < 16 * bands * chunksPerRow / 32; ++i) {
-    Value idx = add(lane, c(32 * i));
-    Value stageRow = add(warpRow, div(idx, chunksPerRow));
-    Value col = mul(rem(idx, chunksPerRow), c(vectorElements));
-    Value row = add(q0, stageRow);
-    auto inside = scf::IfOp::create(b, loc, less(row, m));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(inside.thenBlock());
-    Value v = vector::LoadOp::create(
-        b, loc, vectorType, k.outputStage, ValueRange{stageRow, col},
-        /*nontemporal=*/false, b.getI64IntegerAttr(16));
-    vector::StoreOp::create(b, loc, v, k.output,
-                            ValueRange{k.batch, k.head, row, col},
-                            /*nontemporal=*/false, b.getI64IntegerAttr(16));
+    // Each warp reads back only its own rows.
+    NVVM::SyncWarpOp::create(
+        b, loc, arith::ConstantIntOp::create(b, loc, i32, -1).getResult());
+    int64_t vectorElements = 16 / outBytes;
+    int64_t chunksPerRow = dv / vectorElements;
+    auto vectorType = VectorType::get({vectorElements}, outElement);
+    for (int64_t i = 0; i < 16 * bands * chunksPerRow / 32; ++i) {
+      Value idx = add(lane, c(32 * i));
+      Value stageRow = add(warpRow, div(idx, chunksPerRow));
+      Value col = mul(rem(idx, chunksPerRow), c(vectorElements));
+      Value row = add(q0, stageRow);
+      auto inside = scf::IfOp::create(b, loc, less(row, m));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(inside.thenBlock());
+      Value v = vector::LoadOp::create(
+          b, loc, vectorType, k.outputStage, ValueRange{stageRow, col},
+          /*nontemporal=*/false, b.getI64IntegerAttr(16));
+      vector::StoreOp::create(b, loc, v, k.output,
+                              ValueRange{k.batch, k.head, row, col},
+                              /*nontemporal=*/false, b.getI64IntegerAttr(16));
+    }
   }
   if (!k.lse)
     return;
@@ -418,27 +440,23 @@ SmallVector<Fragment> BlockBuilder::softmax(SmallVector<Fragment> &s,
   return probs;
 }
 
-void BlockBuilder::build() {
-  const MmaTiles &tiles = k.tiles;
+void BlockBuilder::setUpThread() {
   m = memref::DimOp::create(b, loc, k.query, 2);
   n = memref::DimOp::create(b, loc, k.key, 2);
   Value heads = memref::DimOp::create(b, loc, k.query, 1);
   Value kvHeads = memref::DimOp::create(b, loc, k.key, 1);
   // max(Hkv, 1): no division by zero, even for empty shapes.
-  Value group = arith::DivUIOp::create(b, loc, heads, max(kvHeads, c(1)));
+  group = arith::DivUIOp::create(b, loc, heads, max(kvHeads, c(1)));
   SmallVector<OpFoldResult> offsets = op.getMixedOffsets();
   offB = getValueOrCreateConstantIndexOp(b, loc, offsets[0]);
   offH = getValueOrCreateConstantIndexOp(b, loc, offsets[1]);
   offQ = getValueOrCreateConstantIndexOp(b, loc, offsets[2]);
   offKV = getValueOrCreateConstantIndexOp(b, loc, offsets[3]);
-  batchW = add(offB, k.batch);
-  headW = add(offH, k.head);
-  kvHead = arith::DivUIOp::create(b, loc, k.head, group);
-  // Causal blocks near the end of the rows have the most kv-tiles: they
-  // start first.
-  Value qBlock = op.getCausal() ? sub(sub(k.gridX, c(1)), k.blockX) : k.blockX;
-  q0 = mul(qBlock, c(tiles.qTile));
+  copyThread = k.tid;
+  copyThreads = k.tiles.threads();
+}
 
+void BlockBuilder::setUpLanes() {
   lane = rem(k.tid, 32);
   warpRow = mul(div(k.tid, 32), c(16 * bands));
   g = div(lane, 4);
@@ -454,7 +472,19 @@ void BlockBuilder::build() {
   valueColLane = half;
   queryRowLane = rem(lane, 16);
   queryColLane = half;
+}
+
+Value BlockBuilder::setUpTile(llvm::function_ref<Value()> qBlock) {
+  const MmaTiles &tiles = k.tiles;
+  batchW = add(offB, k.batch);
+  headW = add(offH, k.head);
+  kvHead = arith::DivUIOp::create(b, loc, k.head, group);
+  q0 = mul(qBlock(), c(tiles.qTile));
+  if (!lane)
+    setUpLanes();
   Value lastQ = max(sub(m, c(1)), c(0));
+  rowQ.clear();
+  regionQ.clear();
   for (int64_t band = 0; band < bands; ++band) {
     std::array<Value, 2> rows, clamped;
     for (int64_t r = 0; r < 2; ++r) {
@@ -467,8 +497,10 @@ void BlockBuilder::build() {
 
   // The kv-tiles the block visits, and how many lead without masks.
   Value kvTile = c(tiles.kvTile);
-  if (k.lists.counts)
+  if (k.lists.counts) {
     listSteps = readLists();
+    return listSteps.steps;
+  }
   Value kvEnd = n;
   fullSteps = c(0);
   if (!op.hasMaskMod())
@@ -481,9 +513,17 @@ void BlockBuilder::build() {
         max(arith::FloorDivSIOp::create(b, loc, diagonal, kvTile), c(0));
     fullSteps = min(fullSteps, below);
   }
-  Value steps = arith::CeilDivUIOp::create(b, loc, kvEnd, kvTile);
-  if (k.lists.counts)
-    steps = listSteps.steps;
+  return arith::CeilDivUIOp::create(b, loc, kvEnd, kvTile);
+}
+
+void BlockBuilder::build() {
+  const MmaTiles &tiles = k.tiles;
+  setUpThread();
+  // Causal blocks near the end of the rows have the most kv-tiles: they
+  // start first.
+  Value steps = setUpTile([&] {
+    return op.getCausal() ? sub(sub(k.gridX, c(1)), k.blockX) : k.blockX;
+  });
 
   copyRows(k.query, k.head, q0, m, tiles.qTile, d, k.queryStage, {});
   commitGroup();
@@ -505,8 +545,13 @@ void BlockBuilder::build() {
     }
   }
 
-  SmallVector<Value> results =
-      tiles.warpgroup ? warpgroupLoop(steps) : llvm::to_vector(syncLoop(steps));
+  SmallVector<Value> results = tiles.warpgroup
+                                   ? warpgroupLoop(steps, copyStaging(steps))
+                                   : llvm::to_vector(syncLoop(steps));
+  finishTile(results, /*staged=*/true);
+}
+
+void BlockBuilder::finishTile(ArrayRef<Value> results, bool staged) {
   int64_t accValues = 4 * (dv / kChunk) * bands;
   SmallVector<BandTile> acc = tilesOf(
       ArrayRef<Value>(results).take_front(accValues), bands, dv / kChunk);
@@ -518,7 +563,7 @@ void BlockBuilder::build() {
   for (Value &sum : sums)
     for (int32_t offset : {1, 2})
       sum = arith::AddFOp::create(b, loc, sum, shuffleXor(sum, offset));
-  storeOutput(acc, sums, maxes);
+  storeOutput(acc, sums, maxes, staged);
 }
 
 Value BlockBuilder::kvStart(Value j) {
@@ -646,4 +691,9 @@ Value BlockBuilder::listNeedsMasks(const ListSteps &steps, Value j, Value kv0) {
   return masked;
 }
 
-void MmaKernel::build() { BlockBuilder(*this).build(); }
+void MmaKernel::build() {
+  if (tiles.warpSpecialized)
+    BlockBuilder(*this).buildWarpSpecialized();
+  else
+    BlockBuilder(*this).build();
+}

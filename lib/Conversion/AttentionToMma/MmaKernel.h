@@ -25,15 +25,31 @@ namespace mlir::attn::mma {
 /// With `warpgroup`, both contractions are sm_90a wgmma: each warpgroup
 /// owns 64 rows (a band per warp) and Q, K and V lie in shared memory in
 /// the 128-byte swizzle layout.
+/// The warp-specialized kernel's producer warpgroup, and the registers
+/// setmaxnreg leaves it and gives each consumer thread: 40 x 128 + 232 x
+/// 256 is the 64512 that 384 threads of 168 registers hold at launch.
+constexpr int64_t kProducerThreads = 128;
+constexpr int64_t kProducerRegisters = 40;
+constexpr int64_t kConsumerRegisters = 232;
+/// Its mbarriers: full and empty for each of two Q, K and V buffers and
+/// tile slots.
+constexpr int64_t kBarriers = 16;
+
 struct MmaTiles {
   int64_t qTile = 0;
   int64_t kvTile = 0;
   int64_t bands = 1;
   int64_t stages = 2;
   bool warpgroup = false;
+  /// wgmma only: a producer warpgroup copies the tiles for the others, in
+  /// a persistent kernel (WarpSpecialized.cpp).
+  bool warpSpecialized = false;
 
+  /// The warps that compute (consumers, when warp-specialized).
   int64_t warps() const { return qTile / (16 * bands); }
-  int64_t threads() const { return 32 * warps(); }
+  int64_t threads() const {
+    return 32 * warps() + (warpSpecialized ? kProducerThreads : 0);
+  }
 };
 
 /// What a kernel computes, as far as its tiles and shared memory depend
@@ -61,6 +77,9 @@ int64_t tileBytes(const MmaTiles &tiles, int64_t rows, int64_t width);
 
 /// Where the K tiles start in the block's shared memory (from the aligned
 /// base for wgmma); the V tiles follow them.
+/// The warp-specialized kernel's mbarriers and tile slots, after K and V.
+int64_t barrierBytes();
+
 int64_t keyStageOffset(const MmaTiles &tiles, const MmaShape &shape);
 
 /// Whether the wgmma kernel serves `shape`: head dims of 64 or 128.
@@ -96,6 +115,10 @@ struct MmaKernel {
   /// D + pad], V [stages, kv-tile, Dv + pad] and the output rows [q-tile,
   /// Dv + pad] that alias Q.
   Value queryStage, keyStage, valueStage, outputStage;
+  /// Warp-specialized: the mbarriers (i64 [kBarriers]), the tile slots
+  /// (i32 [2]) and the workspace whose word 0 counts the tiles taken and
+  /// word 1 the blocks done.
+  Value barriers, tileSlots, workspace;
   /// Block and thread ids and the grid's x extent.
   Value blockX, gridX, head, batch, tid;
 

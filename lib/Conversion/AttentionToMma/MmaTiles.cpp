@@ -31,7 +31,9 @@ int64_t mma::keyStageOffset(const MmaTiles &tiles, const MmaShape &shape) {
   int64_t output = tiles.qTile *
                    paddedWidth(shape.valueHeadDim, shape.outputBytes) *
                    shape.outputBytes;
-  int64_t offset = std::max(query, output);
+  // The warp-specialized kernel stores O from registers and keeps two Q
+  // buffers, so that the next tile's Q lands while this one runs.
+  int64_t offset = tiles.warpSpecialized ? 2 * query : std::max(query, output);
   if (tiles.warpgroup)
     offset = llvm::alignTo(offset, kSwizzleAlignment);
   return offset;
@@ -42,8 +44,11 @@ int64_t mma::sharedBytes(const MmaTiles &tiles, const MmaShape &shape) {
   int64_t value = tileBytes(tiles, tiles.kvTile, shape.valueHeadDim);
   // wgmma: room to align the base, which the launch does not promise.
   int64_t slack = tiles.warpgroup ? kSwizzleAlignment : 0;
-  return keyStageOffset(tiles, shape) + tiles.stages * (key + value) + slack;
+  return keyStageOffset(tiles, shape) + tiles.stages * (key + value) +
+         (tiles.warpSpecialized ? barrierBytes() : 0) + slack;
 }
+
+int64_t mma::barrierBytes() { return 8 * kBarriers + 8; }
 
 bool mma::servesWarpgroupMma(const MmaShape &shape) {
   auto served = [](int64_t d) { return d == 64 || d == 128; };
@@ -78,6 +83,7 @@ chooseWarpgroupTiles(const MmaShape &shape, const MmaTiles &given,
     candidates = candidates.drop_front();
   for (MmaTiles candidate : candidates) {
     MmaTiles tiles = withGiven(candidate, given);
+    tiles.warpSpecialized = given.warpSpecialized;
     if (warps > 0 && given.qTile == 0)
       tiles.qTile = 16 * warps;
     // A warpgroup owns 64 rows, a warp one band of them; its loop keeps

@@ -47,4 +47,19 @@ def ApproxMathToNVVM : Pass<"attn-approx-math-to-nvvm"> {
                            "::mlir::NVVM::NVVMDialect"];
 }
 
+def EnableSetMaxNReg : Pass<"attn-enable-setmaxnreg"> {
+  let summary = "let the kernels that move registers between warpgroups do so";
+  let description = [{
+    ptxas ignores `setmaxnreg` (`nvvm.setmaxregister`, warning C7508)
+    unless the kernel declares both its block size (`.maxntid`, from a
+    `gpu.func`'s known block size) and one block per SM
+    (`.minnctapersm 1`). This pass gives each NVVM kernel (`llvm.func` with
+    `nvvm.kernel`) that holds a `nvvm.setmaxregister` the attribute
+    `nvvm.minctasm = 1`, and fails on one that has no `nvvm.maxntid` or
+    `nvvm.reqntid`. Run it after `convert-gpu-to-nvvm`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
 #endif // ATTN_TARGET_NVVM_PASSES_TD

@@ -1,0 +1,274 @@
+//===- WarpSpecialized.cpp - the persistent producer/consumer kernel ------===//
+//
+// FlashAttention-3's structure on the wgmma kernel: one block per SM walks
+// the q-tiles it takes from a counter in the workspace. A producer
+// warpgroup copies Q, K and V into shared memory with cp.async, each
+// buffer guarded by a pair of mbarriers (full: its copies landed; empty:
+// the consumers' wgmmas finished reading it), so the copies of the next
+// tile's Q and first K overlap this tile's last steps and epilogue. The
+// two consumer warpgroups run wgmma's loop with no block barrier, and
+// setmaxnreg gives them the producer's registers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BlockBuilder.h"
+#include "WarpgroupMma.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::mma;
+
+namespace {
+
+/// The mbarriers in shared memory, by index into the barrier array.
+enum Barrier : int64_t {
+  kQueryFull = 0,   // and 1: per buffer
+  kQueryEmpty = 2,  // and 3
+  kKeyFull = 4,     // and 5
+  kKeyEmpty = 6,    // and 7
+  kValueFull = 8,   // and 9
+  kValueEmpty = 10, // and 11
+  kTileFull = 12,   // and 13: per tile slot
+  kTileEmpty = 14,  // and 15
+};
+static_assert(kTileEmpty + 2 == kBarriers);
+
+/// Inline PTX without results on i32 ("r") and i64 ("l") operands; it may
+/// read and write memory.
+void emitPtx(OpBuilder &b, Location loc, StringRef text, ValueRange inputs) {
+  SmallVector<std::string> constraints;
+  for (Value input : inputs)
+    constraints.push_back(input.getType().isInteger(64) ? "l" : "r");
+  constraints.push_back("~{memory}");
+  LLVM::InlineAsmOp::create(
+      b, loc, TypeRange{}, inputs, text, llvm::join(constraints, ","),
+      /*has_side_effects=*/true,
+      /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+      /*asm_dialect=*/LLVM::AsmDialectAttr(),
+      /*operand_attrs=*/ArrayAttr());
+}
+
+} // namespace
+
+void BlockBuilder::buildWarpSpecialized() {
+  const MmaTiles &tiles = k.tiles;
+  setUpThread();
+  // Before the roles split, so that both see them.
+  setUpLanes();
+  int64_t consumerThreads = 32 * tiles.warps();
+  Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                           k.tid, c(consumerThreads));
+  copyThread = sub(k.tid, c(consumerThreads));
+  copyThreads = kProducerThreads;
+
+  // Shared addresses as the i32 the PTX operands take.
+  Value barrierBase = memref::ExtractAlignedPointerAsIndexOp::create(
+      b, loc, b.getIndexType(), k.barriers);
+  auto barrier = [&](int64_t first, Value offset = Value()) -> Value {
+    Value address = add(barrierBase, c(8 * first));
+    if (offset)
+      address = add(address, mul(offset, c(8)));
+    return arith::IndexCastOp::create(b, loc, i32, address);
+  };
+  auto i32c = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+  };
+  // Waits for the completion of the barrier's phase of parity `parity`;
+  // the phase before the first counts as complete for parity 1.
+  auto wait = [&](Value address, Value parity) {
+    emitPtx(b, loc,
+            "{\n.reg .pred done;\nwait:\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+            "@!done bra wait;\n}",
+            {address, arith::IndexCastOp::create(b, loc, i32, parity)});
+  };
+  auto arrive = [&](Value address) {
+    emitPtx(b, loc, "mbarrier.arrive.shared::cta.b64 _, [$0];", {address});
+  };
+  // Arrives once the thread's cp.async copies so far have landed.
+  auto arriveOnCopies = [&](Value address) {
+    emitPtx(b, loc, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];",
+            {address});
+  };
+  // wgmma reads shared memory through the async proxy.
+  auto fenceAsyncProxy = [&] {
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
+  };
+
+  // Every full barrier completes when each producer thread's copies have
+  // landed; every empty one when each consumer thread has arrived; a tile
+  // slot is full when the producer's first thread wrote it and empty when
+  // every thread has read it.
+  {
+    auto first = scf::IfOp::create(b, loc, less(k.tid, c(1)));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    auto init = [&](int64_t index, int64_t count) {
+      emitPtx(b, loc, "mbarrier.init.shared::cta.b64 [$0], $1;",
+              {barrier(index), i32c(count)});
+    };
+    for (int64_t i = 0; i < 2; ++i) {
+      init(kQueryFull + i, kProducerThreads);
+      init(kQueryEmpty + i, consumerThreads);
+      init(kKeyFull + i, kProducerThreads);
+      init(kKeyEmpty + i, consumerThreads);
+      init(kValueFull + i, kProducerThreads);
+      init(kValueEmpty + i, consumerThreads);
+      init(kTileFull + i, 1);
+      init(kTileEmpty + i, consumerThreads + kProducerThreads);
+    }
+  }
+  gpu::BarrierOp::create(b, loc);
+
+  Value batches = memref::DimOp::create(b, loc, k.query, 0);
+  Value heads = memref::DimOp::create(b, loc, k.query, 1);
+  Value qBlocks = arith::CeilDivUIOp::create(b, loc, m, c(tiles.qTile));
+  Value total = mul(mul(qBlocks, heads), batches);
+  Type indexType = b.getIndexType();
+
+  // A role's walk over the tiles its block takes. `tile` builds one tile
+  // from the tile counter, the running kv step count and the tile's steps,
+  // after setUpTile; it returns the running count after the tile.
+  auto walkTiles = [&](bool producer,
+                       llvm::function_ref<Value(Value, Value, Value)> tile) {
+    auto takeTile = [&](OpBuilder &, Location, ValueRange counts) {
+      Value count = counts[0];
+      Value slot = rem(count, 2);
+      Value parity = rem(div(count, 2), 2);
+      if (producer) {
+        // The producer's first thread takes the next tile for the block.
+        auto first = scf::IfOp::create(b, loc, less(copyThread, c(1)));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(first.thenBlock());
+        wait(barrier(kTileEmpty, slot), sub(c(1), parity));
+        Value taken =
+            memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addi,
+                                        i32c(1), k.workspace, ValueRange{c(0)});
+        memref::StoreOp::create(b, loc, taken, k.tileSlots, ValueRange{slot});
+        arrive(barrier(kTileFull, slot));
+      }
+      wait(barrier(kTileFull, slot), parity);
+      Value taken = arith::IndexCastUIOp::create(
+          b, loc, indexType,
+          memref::LoadOp::create(b, loc, k.tileSlots, ValueRange{slot}));
+      arrive(barrier(kTileEmpty, slot));
+      scf::ConditionOp::create(b, loc, less(taken, total),
+                               ValueRange{taken, count, counts[1]});
+    };
+    auto buildTile = [&](OpBuilder &, Location, ValueRange values) {
+      Value taken = values[0];
+      // Tile `taken`: the q-tiles of one (batch, head) in a row, so that
+      // neighbouring blocks share K and V in L2; longest first when causal.
+      Value rank = arith::RemUIOp::create(b, loc, taken, qBlocks);
+      Value qBlock = op.getCausal() ? sub(sub(qBlocks, c(1)), rank) : rank;
+      Value headBatch = arith::DivUIOp::create(b, loc, taken, qBlocks);
+      k.head = arith::RemUIOp::create(b, loc, headBatch, heads);
+      k.batch = arith::DivUIOp::create(b, loc, headBatch, heads);
+      Value steps = setUpTile([&] { return qBlock; });
+      Value stepCount = tile(values[1], values[2], steps);
+      scf::YieldOp::create(b, loc, ValueRange{add(values[1], c(1)), stepCount});
+    };
+    scf::WhileOp::create(b, loc, TypeRange{indexType, indexType, indexType},
+                         ValueRange{c(0), c(0)}, takeTile, buildTile);
+  };
+
+  auto roles = scf::IfOp::create(b, loc, isProducer, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(roles.thenBlock());
+    NVVM::SetMaxRegisterOp::create(b, loc, kProducerRegisters,
+                                   NVVM::SetMaxRegisterAction::decrease);
+    walkTiles(/*producer=*/true, [&](Value count, Value stepCount,
+                                     Value steps) {
+      // Tile `count` uses Q buffer count % 2 for the (count / 2)-th time.
+      Value buffer = rem(count, 2);
+      wait(barrier(kQueryEmpty, buffer), sub(c(1), rem(div(count, 2), 2)));
+      copyRows(k.query, k.head, q0, m, tiles.qTile, d, k.queryStage, {buffer});
+      arriveOnCopies(barrier(kQueryFull, buffer));
+      auto loop = scf::ForOp::create(b, loc, c(0), steps, c(1));
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value j = loop.getInductionVar();
+        Value it = add(stepCount, j);
+        Value buffer = rem(it, 2);
+        Value free = sub(c(1), rem(div(it, 2), 2));
+        Value kv0 = kvStart(j);
+        wait(barrier(kKeyEmpty, buffer), free);
+        copyRows(k.key, kvHead, kv0, n, tiles.kvTile, d, k.keyStage, {buffer});
+        arriveOnCopies(barrier(kKeyFull, buffer));
+        wait(barrier(kValueEmpty, buffer), free);
+        copyRows(k.value, kvHead, kv0, n, tiles.kvTile, dv, k.valueStage,
+                 {buffer});
+        arriveOnCopies(barrier(kValueFull, buffer));
+      }
+      return add(stepCount, steps);
+    });
+    // The last block out leaves the workspace's counters at zero for the
+    // next launch: every block has taken its last tile by then.
+    auto first = scf::IfOp::create(b, loc, less(copyThread, c(1)));
+    b.setInsertionPointToStart(first.thenBlock());
+    Value finished = arith::IndexCastUIOp::create(
+        b, loc, indexType,
+        memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addi, i32c(1),
+                                    k.workspace, ValueRange{c(1)}));
+    auto last = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, finished,
+                              sub(k.gridX, c(1))));
+    b.setInsertionPointToStart(last.thenBlock());
+    for (int64_t word : {0, 1})
+      memref::StoreOp::create(b, loc, i32c(0), k.workspace,
+                              ValueRange{c(word)});
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(roles.elseBlock());
+  NVVM::SetMaxRegisterOp::create(b, loc, kConsumerRegisters,
+                                 NVVM::SetMaxRegisterAction::increase);
+  // Warpgroup w's rows start 64 w rows into each 64-column tile.
+  Value warpgroupRows = mul(div(k.tid, 128), c(64 * kSwizzleRowBytes));
+  walkTiles(/*producer=*/false, [&](Value count, Value stepCount, Value steps) {
+    Value buffer = rem(count, 2);
+    queryDescriptor = swizzledDescriptor(
+        b, loc, add(stageAddress(k.queryStage, buffer), warpgroupRows),
+        /*leadingBytes=*/16, /*strideBytes=*/8 * kSwizzleRowBytes);
+    wait(barrier(kQueryFull, buffer), rem(div(count, 2), 2));
+    fenceAsyncProxy();
+    TileStaging staging;
+    staging.base = stepCount;
+    auto waitFull = [&](int64_t full, Value it) {
+      wait(barrier(full, rem(it, 2)), rem(div(it, 2), 2));
+    };
+    staging.beforeStep = [&](Value, Value it, Value, bool previous) {
+      waitFull(kKeyFull, it);
+      if (previous)
+        waitFull(kValueFull, sub(it, c(1)));
+      fenceAsyncProxy();
+    };
+    staging.keysRead = [&](Value it) {
+      arrive(barrier(kKeyEmpty, rem(it, 2)));
+    };
+    staging.valuesRead = [&](Value it) {
+      arrive(barrier(kValueEmpty, rem(it, 2)));
+    };
+    staging.beforeLastAccumulate = [&](Value it) {
+      waitFull(kValueFull, it);
+      fenceAsyncProxy();
+    };
+    staging.afterLoop = [] {};
+    SmallVector<Value> results = warpgroupLoop(steps, staging);
+    // Every S wgmma has finished: Q's buffer may take a later tile's.
+    arrive(barrier(kQueryEmpty, buffer));
+    finishTile(results, /*staged=*/false);
+    return add(stepCount, steps);
+  });
+}
