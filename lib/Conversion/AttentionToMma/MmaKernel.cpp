@@ -44,35 +44,49 @@ void BlockBuilder::copyRows(Value source, Value head, Value start, Value limit,
   bool wholeRows = threads % chunksPerRow == 0;
   Value firstRow = div(copyThread, chunksPerRow);
   Value firstCol = mul(rem(copyThread, chunksPerRow), c(kVectorElements));
+  // The copy of `row` at column `col`.
+  auto copy = [&](Value row, Value col) {
+    Value position = add(start, row);
+    // A row past `limit` copies 0 bytes (zero fill) and reads nothing.
+    Value elements = arith::SelectOp::create(b, loc, less(position, limit),
+                                             c(kVectorElements), c(0));
+    SmallVector<Value> to(stageIndex);
+    if (k.tiles.warpgroup)
+      to.append({div(col, kSwizzleColumns), row,
+                 swizzledColumn(b, loc, row, rem(col, kSwizzleColumns))});
+    else
+      to.append({row, col});
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, stage, to, source, ValueRange{k.batch, head, position, col},
+        b.getIndexAttr(kVectorElements), elements, b.getUnitAttr());
+  };
+  if (copyInLoop && wholeRows && total % threads == 0) {
+    // One copy per iteration: fewer registers than the unrolled copies'
+    // addresses take.
+    auto loop = scf::ForOp::create(b, loc, c(0), c(total / threads), c(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    copy(add(firstRow, mul(loop.getInductionVar(), c(threads / chunksPerRow))),
+         firstCol);
+    return;
+  }
   for (int64_t i = 0; i * threads < total; ++i) {
     Value idx = add(copyThread, c(i * threads));
-    auto copy = [&] {
+    auto copyChunk = [&] {
       Value row = wholeRows ? add(firstRow, c(i * threads / chunksPerRow))
                             : div(idx, chunksPerRow);
       Value col = wholeRows ? firstCol
                             : mul(rem(idx, chunksPerRow), c(kVectorElements));
-      Value position = add(start, row);
-      // A row past `limit` copies 0 bytes (zero fill) and reads nothing.
-      Value elements = arith::SelectOp::create(b, loc, less(position, limit),
-                                               c(kVectorElements), c(0));
-      SmallVector<Value> to(stageIndex);
-      if (k.tiles.warpgroup)
-        to.append({div(col, kSwizzleColumns), row,
-                   swizzledColumn(b, loc, row, rem(col, kSwizzleColumns))});
-      else
-        to.append({row, col});
-      nvgpu::DeviceAsyncCopyOp::create(
-          b, loc, stage, to, source, ValueRange{k.batch, head, position, col},
-          b.getIndexAttr(kVectorElements), elements, b.getUnitAttr());
+      copy(row, col);
     };
     if ((i + 1) * threads <= total) {
-      copy();
+      copyChunk();
       continue;
     }
     auto inTile = scf::IfOp::create(b, loc, less(idx, c(total)));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(inTile.thenBlock());
-    copy();
+    copyChunk();
   }
 }
 

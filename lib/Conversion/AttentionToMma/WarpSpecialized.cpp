@@ -66,6 +66,7 @@ void BlockBuilder::buildWarpSpecialized() {
                                            k.tid, c(consumerThreads));
   copyThread = sub(k.tid, c(consumerThreads));
   copyThreads = kProducerThreads;
+  copyInLoop = true;
 
   // Shared addresses as the i32 the PTX operands take.
   Value barrierBase = memref::ExtractAlignedPointerAsIndexOp::create(
