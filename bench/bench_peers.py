@@ -114,7 +114,8 @@ def main():
                 # mask, to compare useful TFLOP/s with dense TFLOP/s.
                 # bench-<dtype>-d<D>-<mask>[-<variant>...]-bundle.json:
                 # the dense bundle of the same dtype and D, default tiles;
-                # a warp-specialized (-ws) one's dense -ws bundle.
+                # a -ws<variant> (warp specialization) one's dense
+                # -ws<variant> bundle.
                 ws = re.search(r"(-ws[a-z0-9]*)-bundle\.json$", path)
                 kernel_kind = ws.group(1) if ws else ""
                 dense = attn.Kernel(re.sub(rf"-{kind}(-[a-z0-9]+)*-bundle",

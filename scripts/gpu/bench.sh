@@ -25,8 +25,8 @@ if [ "$1" = masks ]; then
 elif [ "$1" = mask-tiles ]; then
   bundles=(gpu-bundles/bench-bf16-d128-{window1024,document512}-given-{band1,kv32,kv16,q64,kv128}-bundle.json)
 elif [ "$1" = warp-specialized ]; then
-  # Each bundle next to its warp-specialized (-ws) variant.
-  bundles=(gpu-bundles/bench-bf16-d128-{full,causal,window1024-given,document512-given}{,-ws}-bundle.json)
+  # Each bundle next to the kernel without warp specialization (-wsoff).
+  bundles=(gpu-bundles/bench-bf16-d128-{full,causal,window1024-given,document512-given}{,-wsoff}-bundle.json)
 fi
 # attn.Kernel: the runtime-only Python package scripts/gpu/round.sh builds.
 [ -d build-runtime/python/attn ] || { echo "no build-runtime/python/attn: run scripts/gpu/round.sh first"; exit 1; }

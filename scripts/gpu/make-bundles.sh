@@ -91,12 +91,13 @@ for mask in window1024:sliding-window:1024 document512:document; do
       --dtype=bf16 --head-dim=128 --mask=${mask#*:} --given-block-mask=128
   done
 done
-# The warp-specialized persistent kernel (sm_90a), dense and with the
+# The wgmma kernel of one block per q-tile, every warp copying (sm_90a's
+# default is the warp-specialized persistent one), dense and with the
 # benchmark's masks: scripts/gpu/bench.sh warp-specialized.
 if [ "$chip" = sm_90a ]; then
   for mask in full "causal:--causal" "window1024-given:--mask=sliding-window:1024 --given-block-mask=128" \
               "document512-given:--mask=document --given-block-mask=128"; do
-    options="warp-specialized=1" make_bundle "bench-bf16-d128-${mask%%:*}-ws" \
+    options="warp-specialized=0" make_bundle "bench-bf16-d128-${mask%%:*}-wsoff" \
       --dtype=bf16 --head-dim=128 $([ "$mask" = full ] || echo "${mask#*:}")
   done
 fi

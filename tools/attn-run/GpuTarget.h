@@ -28,7 +28,7 @@ namespace attn_run {
 struct GpuOptions {
   std::string chip; // empty: the chip of the GPU found
   int64_t qTile = 64, kvTile = 64, threads = 128;
-  bool warpSpecialized = false;
+  bool warpSpecialized = true;
   int repeat = 0; // timed runs after the checked one; 0: time the checked run
 };
 

@@ -165,9 +165,10 @@ static cl::opt<std::string> transformFile(
     cl::value_desc("FILE.mlir"), cl::cat(category));
 static SizeOpt kvTile("kv-tile", cl::init(64), cl::cat(category));
 static cl::opt<bool> warpSpecialized(
-    "warp-specialized",
+    "warp-specialized", cl::init(true),
     cl::desc("--target=gpu on sm_90a: the persistent wgmma kernel whose "
-             "producer warpgroup copies the tiles"),
+             "producer warpgroup copies the tiles (default on; off: one "
+             "block per q-tile)"),
     cl::cat(category));
 static cl::opt<bool> boundsChecks(
     "bounds-checks", cl::init(true),

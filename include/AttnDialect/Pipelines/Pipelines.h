@@ -92,8 +92,9 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
   Option<bool> warpSpecialized{
       *this, "warp-specialized",
       llvm::cl::desc("wgmma kernels (sm_90a): persistent, with a producer "
-                     "warpgroup that copies the tiles for the computing ones"),
-      llvm::cl::init(false)};
+                     "warpgroup that copies the tiles for the computing ones "
+                     "(off: one block per q-tile, every warp copying)"),
+      llvm::cl::init(true)};
   Option<int64_t> threads{*this, "threads",
                           llvm::cl::desc("threads per block (1 to 1024)"),
                           llvm::cl::init(128)};
