@@ -11,7 +11,8 @@
 #      attn-bundle-run (C++ runtime, float64 reference, CUDA-event timing),
 #      and the block masks built on the GPU (bench/block_masks.py), and
 #      empty problems with a block mask built in the call
-#      (bench/empty_problems.py);
+#      (bench/empty_problems.py), and given lists with out-of-range
+#      block indices (bench/bad_block_lists.py);
 #   3. checks that an oversized problem and a cubin for another chip are
 #      refused with a clear error.
 # Logs under ${OUT:-/tmp}; exits non-zero if anything failed.
@@ -37,6 +38,15 @@ python3 bench/block_masks.py gpu-bundles/block-masks.json 2>&1 | log
 # Empty problems with a block mask built in the call: they run, output 0.
 python3 bench/empty_problems.py gpu-bundles/bench-bf16-d128-document512-bundle.json 2>&1 | log
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+# Given lists with out-of-range kv-block indices: skipped, nothing read
+# outside K and V, on the default kernel, the block per q-tile (sm_90a)
+# and mma.sync (kv-tile 32).
+for variant in "" -wsoff -kv32; do
+  bundle=gpu-bundles/bench-bf16-d128-window1024-given$variant-bundle.json
+  [ -f "$bundle" ] || continue
+  python3 bench/bad_block_lists.py "$bundle" 2>&1 | log
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+done
 
 run() { build-runtime/bin/attn-bundle-run "$@" 2>&1 | log; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1; }
 run gpu-bundles/f16-d64-causal-bundle.json --causal --batch=2 --heads=8:2 --q-len=300 --kv-len=300

@@ -689,6 +689,11 @@ Value BlockBuilder::listStart(const ListSteps &steps, Value j) {
     block = arith::SelectOp::create(b, loc, less(j, steps.partialSteps), block,
                                     fullBlock);
   }
+  // A negative index (the lists are the caller's data) would copy from
+  // before K and V: it becomes the first block past N, which copies
+  // nothing and whose keys the masks drop, as the CPU kernel skips it.
+  Value pastEnd = arith::CeilDivUIOp::create(b, loc, n, c(lists.kvBlock));
+  block = arith::SelectOp::create(b, loc, less(block, c(0)), pastEnd, block);
   return add(mul(block, c(lists.kvBlock)),
              mul(rem(j, tilesPerBlock), c(k.tiles.kvTile)));
 }
