@@ -2,7 +2,8 @@
 //
 // The builder behind MmaKernel::build, shared by the files that hold its
 // parts: MmaKernel.cpp (copies, fragments, masks, softmax, epilogue, block
-// lists) and KvLoops.cpp (the kv loops, mma.sync's and wgmma's).
+// lists), KvLoops.cpp (the kv loops, mma.sync's and wgmma's) and
+// WarpSpecialized.cpp (the persistent producer/consumer kernel).
 //
 //===----------------------------------------------------------------------===//
 

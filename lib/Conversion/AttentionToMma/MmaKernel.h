@@ -20,11 +20,6 @@
 
 namespace mlir::attn::mma {
 
-/// Rows of a block, keys per kv step, bands of 16 rows per warp (a warp's
-/// K and V fragments feed each of its bands) and the K/V buffers (stages).
-/// With `warpgroup`, both contractions are sm_90a wgmma: each warpgroup
-/// owns 64 rows (a band per warp) and Q, K and V lie in shared memory in
-/// the 128-byte swizzle layout.
 /// The warp-specialized kernel's producer warpgroup, and the registers
 /// setmaxnreg leaves it and gives each consumer thread: 40 x 128 + 232 x
 /// 256 is the 64512 that 384 threads of 168 registers hold at launch.
@@ -35,6 +30,11 @@ constexpr int64_t kConsumerRegisters = 232;
 /// tile slots.
 constexpr int64_t kBarriers = 16;
 
+/// Rows of a block, keys per kv step, bands of 16 rows per warp (a warp's
+/// K and V fragments feed each of its bands) and the K/V buffers (stages).
+/// With `warpgroup`, both contractions are sm_90a wgmma: each warpgroup
+/// owns 64 rows (a band per warp) and Q, K and V lie in shared memory in
+/// the 128-byte swizzle layout.
 struct MmaTiles {
   int64_t qTile = 0;
   int64_t kvTile = 0;
@@ -77,10 +77,10 @@ int64_t tileBytes(const MmaTiles &tiles, int64_t rows, int64_t width);
 
 /// Where the K tiles start in the block's shared memory (from the aligned
 /// base for wgmma); the V tiles follow them.
+int64_t keyStageOffset(const MmaTiles &tiles, const MmaShape &shape);
+
 /// The warp-specialized kernel's mbarriers and tile slots, after K and V.
 int64_t barrierBytes();
-
-int64_t keyStageOffset(const MmaTiles &tiles, const MmaShape &shape);
 
 /// Whether the wgmma kernel serves `shape`: head dims of 64 or 128.
 bool servesWarpgroupMma(const MmaShape &shape);
@@ -113,7 +113,8 @@ struct MmaKernel {
   BlockMaskLists lists;
   /// The block's shared memory: Q [q-tile, D + pad], K [stages, kv-tile,
   /// D + pad], V [stages, kv-tile, Dv + pad] and the output rows [q-tile,
-  /// Dv + pad] that alias Q.
+  /// Dv + pad] that alias Q (wgmma: swizzled tiles; warp-specialized: two
+  /// Q buffers, and O goes from registers).
   Value queryStage, keyStage, valueStage, outputStage;
   /// Warp-specialized: the mbarriers (i64 [kBarriers]), the tile slots
   /// (i32 [2]) and the workspace whose word 0 counts the tiles taken and
