@@ -1,9 +1,10 @@
 //===- BlockBuilder.h - the tensor-core kernel's builder --------*- C++ -*-===//
 //
 // The builder behind MmaKernel::build, shared by the files that hold its
-// parts: MmaKernel.cpp (copies, fragments, masks, softmax, epilogue, block
-// lists), KvLoops.cpp (the kv loops, mma.sync's and wgmma's) and
-// WarpSpecialized.cpp (the persistent producer/consumer kernel).
+// parts: MmaKernel.cpp (copies, fragments, masks, softmax, epilogue),
+// BlockLists.cpp (the block mask's schedule), KvLoops.cpp (the kv loops,
+// mma.sync's and wgmma's) and WarpSpecialized.cpp (the persistent
+// producer/consumer kernel).
 //
 //===----------------------------------------------------------------------===//
 
