@@ -1,13 +1,17 @@
 //===- BlockMaskKernels.cpp - create_block_mask's lists on the GPU --------===//
 //
-// The GPU side of attn-lower-block-masks: a scan kernel that decides every
-// block (a warp each) into a keep/drop word, and a compaction kernel per
-// side that turns each line's words into its lists. Both work in the runtime's
-// scratch buffer, which needs no clearing afterwards.
+// The GPU side of attn-lower-block-masks: one kernel that decides every
+// block (a warp each) into a keep/drop word, and in which the warp that
+// decides a line's last block turns the line's words into its lists. The
+// words and lists live in the runtime's scratch buffer, which needs no
+// clearing afterwards; the lines' counters in its workspace, which the
+// compacting warps leave zeroed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "BlockMaskLists.h"
+
+#include "AttnDialect/Target/NVVM/CrossBlockExchange.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -25,8 +29,6 @@ using namespace mlir::attn::block_masks;
 
 namespace {
 
-/// Threads of a compaction kernel's block, a warp per line.
-constexpr int64_t kThreads = 128;
 /// Rows of a block each scan lane evaluates at once: their captured reads
 /// are in flight together.
 constexpr int64_t kUnrollScanRows = 8;
@@ -71,7 +73,11 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
     {
       OpBuilder::InsertionGuard branch(b);
       b.setInsertionPointToStart(valid.thenBlock());
-      Value bits = memref::LoadOp::create(b, loc, scratch, add(bitsAt, word));
+      // Read at the GPU's scope: other warps wrote the words, and L1 may
+      // hold a stale copy of a neighbouring line's.
+      Value bits = memref::AtomicRMWOp::create(
+          b, loc, arith::AtomicRMWKind::addi, i32Const(0), scratch,
+          ValueRange{add(bitsAt, word)});
       scf::YieldOp::create(b, loc, bits);
       b.setInsertionPointToStart(valid.elseBlock());
       scf::YieldOp::create(b, loc, i32Const(0));
@@ -125,30 +131,6 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
   for (int64_t list : {0, 1})
     memref::StoreOp::create(b, loc, asI32(chunkLoop.getResult(list)), scratch,
                             ValueRange{add(at.counts[list], lineAt)});
-}
-
-void ListBuilder::compactOnDevice(Side side, Value scratch, Value bitsAt,
-                                  const ListWords &at) {
-  constexpr int64_t kWarps = kThreads / 32;
-  Value one = c(1);
-  auto launch = gpu::LaunchOp::create(
-      b, loc, arith::CeilDivUIOp::create(b, loc, lines(side), c(kWarps)),
-      mul(batch, heads), one, c(kThreads), one, one);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&launch.getBody().front());
-  Value tid = launch.getThreadIds().x;
-  Value line = add(mul(launch.getBlockIds().x, c(kWarps)),
-                   arith::DivUIOp::create(b, loc, tid, c(32)));
-  // The same for every lane of a warp: the ballots see all 32.
-  auto inside =
-      scf::IfOp::create(b, loc,
-                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                              line, lines(side)));
-  b.setInsertionPointToStart(inside.thenBlock());
-  compactLine(side, line, launch.getBlockIds().y,
-              arith::RemUIOp::create(b, loc, tid, c(32)), scratch, bitsAt, at);
-  b.setInsertionPointAfter(inside);
-  gpu::TerminatorOp::create(b, loc);
 }
 
 std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
@@ -264,15 +246,22 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
     }
     at.push_back(words);
   }
-  auto scratchOp = WorkspaceOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic}, i32), next);
+  auto words = MemRefType::get({ShapedType::kDynamic}, i32);
+  auto scratchOp = WorkspaceOp::create(b, loc, words, next);
   scratchOp.setScratch(true);
   Value scratch = scratchOp;
+  // Each side's counters of the blocks decided per line, kv side first.
+  SmallVector<Value> countersAt = {c(0)};
+  if (qSide)
+    countersAt.push_back(mul(bhCount, qBlocks));
+  Value counters = WorkspaceOp::create(
+      b, loc, words, add(countersAt.back(), mul(bhCount, lines(sides.back()))));
 
-  // Scan: a warp per (kv-block, q-block, b * h); lane 0 writes whether the
-  // block keeps (bit 0) and drops (bit 1). One warp per block of threads:
-  // with more, ptxas spills the boxes' fallback, and fewer, larger blocks
-  // were no faster (docs/Performance.md).
+  // A warp per (kv-block, q-block, b * h); lane 0 writes whether the block
+  // keeps (bit 0) and drops (bit 1). One warp per block of threads: with
+  // more, ptxas spills the boxes' fallback, and fewer, larger blocks were
+  // no faster (docs/Performance.md). The warp that decides a line's last
+  // block then compacts the line, which saves a second launch.
   {
     auto launch = gpu::LaunchOp::create(b, loc, kvBlocks, qBlocks, bhCount,
                                         c(32), one, one);
@@ -296,20 +285,64 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
         b, loc, vote(keep),
         arith::ShLIOp::create(b, loc, vote(drop),
                               arith::ConstantIntOp::create(b, loc, i32, 1)));
+    Value isLeader =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, c(0));
+    auto i32Const = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+    };
+    // Per side, the block's line and its counter.
+    SmallVector<std::pair<Value, Value>> lineCounters;
+    for (auto [i, side] : llvm::enumerate(sides)) {
+      Value line = side == Side::Kv ? qb : kb;
+      lineCounters.push_back(
+          {line, add(countersAt[i], add(mul(bh, lines(side)), line))});
+    }
+    // The leader writes the word, then counts the block in each of its
+    // lines, releasing the word to the warp that will read it: how many of
+    // their blocks were decided before.
     auto leader = scf::IfOp::create(
-        b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, c(0)));
-    b.setInsertionPointToStart(leader.thenBlock());
-    memref::StoreOp::create(
-        b, loc, bits, scratch,
-        ValueRange{
-            add(bitsAt, add(mul(add(mul(bh, qBlocks), qb), kvBlocks), kb))});
-    b.setInsertionPointAfter(leader);
+        b, loc, SmallVector<Type>(sides.size(), i32), isLeader,
+        /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard branch(b);
+      b.setInsertionPointToStart(leader.thenBlock());
+      memref::StoreOp::create(
+          b, loc, bits, scratch,
+          ValueRange{
+              add(bitsAt, add(mul(add(mul(bh, qBlocks), qb), kvBlocks), kb))});
+      SmallVector<Value> before;
+      for (auto [line, counter] : lineCounters)
+        before.push_back(
+            nvvm::acquireReleaseFetchAdd(b, loc, counters, counter));
+      scf::YieldOp::create(b, loc, before);
+      b.setInsertionPointToStart(leader.elseBlock());
+      scf::YieldOp::create(b, loc,
+                           SmallVector<Value>(sides.size(), i32Const(0)));
+    }
+    for (auto [i, side] : llvm::enumerate(sides)) {
+      Value before = gpu::ShuffleOp::create(b, loc, leader.getResult(i),
+                                            /*offset=*/0, /*width=*/32,
+                                            gpu::ShuffleMode::IDX)
+                         .getShuffleResult();
+      // The same on every lane: the compaction's ballots see all 32.
+      auto last = scf::IfOp::create(
+          b, loc,
+          arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::eq, before,
+              asI32(arith::SubIOp::create(b, loc, lineLength(side), one))));
+      OpBuilder::InsertionGuard branch(b);
+      b.setInsertionPointToStart(last.thenBlock());
+      auto [line, counter] = lineCounters[i];
+      compactLine(side, line, bh, lane, scratch, bitsAt, at[i]);
+      // Every block of the line has been counted: the counter is free for
+      // the next launch.
+      auto reset = scf::IfOp::create(b, loc, isLeader);
+      b.setInsertionPointToStart(reset.thenBlock());
+      memref::StoreOp::create(b, loc, i32Const(0), counters,
+                              ValueRange{counter});
+    }
     gpu::TerminatorOp::create(b, loc);
   }
-
-  for (auto [i, side] : llvm::enumerate(sides))
-    compactOnDevice(side, scratch, bitsAt, at[i]);
 
   // The lists as tensors over the scratch buffer.
   SmallVector<Value> lists;

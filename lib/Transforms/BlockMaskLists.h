@@ -3,7 +3,7 @@
 // The builder of one attn.create_block_mask's lists, which
 // attn-lower-block-masks shares between its two files: deciding boxes of
 // positions and the host loops in LowerBlockMasks.cpp, the GPU's scan and
-// compaction kernels in BlockMaskKernels.cpp.
+// compaction kernel in BlockMaskKernels.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,9 +113,6 @@ private:
   /// population count give each lane its place in the list.
   void compactLine(Side side, Value line, Value bh, Value lane, Value scratch,
                    Value bitsAt, const ListWords &at);
-  /// A kernel of one warp per line of `side` that compacts it (compactLine).
-  void compactOnDevice(Side side, Value scratch, Value bitsAt,
-                       const ListWords &at);
   /// (keep, drop) of the block [q0, qLimit) x [kv0, kvLimit) of (bi, hi),
   /// by the 32 lanes of a warp (`lane` is this one's), to be combined by
   /// warp votes: the bounds of the whole block where they tell, the reads

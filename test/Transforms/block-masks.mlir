@@ -42,22 +42,31 @@
 // CPU:         attn.make_block_mask kv({{.*}}) full_kv({{.*}})
 // CPU-NOT:     attn.create_block_mask
 
-// Device code. The scratch buffer, a scan kernel (warp votes, a word per
-// warp), a compaction kernel that appends with ballots and fills the rest
-// of each list with zeros, and views of the lists: nothing runs after the
-// attention, as the scratch buffer needs no clearing.
+// Device code. The scratch buffer and the zeroed workspace of the lines'
+// counters, one kernel: a warp per block votes its word, which lane 0
+// stores and counts in its line (acquire-release); the warp that counts
+// a line's last block appends its blocks with ballots (reading the words
+// at the GPU's scope), fills the rest of each list with zeros and resets
+// the counter. Then views of the lists: nothing runs after the attention,
+// as the scratch buffer needs no clearing.
 // GPU-LABEL: func.func @window
 // GPU:         %[[WS:.*]] = attn.workspace %{{.*}} scratch
+// GPU:         %[[COUNTERS:.*]] = attn.workspace %{{.*}} : memref<?xi32>
 // GPU:         gpu.launch
 // GPU:           nvvm.vote.sync any
 // GPU:           nvvm.vote.sync any
 // GPU:           memref.store %{{.*}}, %[[WS]]
-// GPU:         gpu.launch
+// GPU:           memref.extract_aligned_pointer_as_index %[[COUNTERS]]
+// GPU:           llvm.inline_asm has_side_effects "atom.acq_rel.gpu.global.add.u32
+// GPU:         gpu.shuffle idx
+// GPU:         scf.if
 // GPU:           scf.for
-// GPU:             memref.load %[[WS]]
+// GPU:             memref.atomic_rmw addi %{{.*}}, %[[WS]]
 // GPU:             nvvm.vote.sync ballot
 // GPU:           scf.for
 // GPU:             memref.store %{{.*}}, %[[WS]]
+// GPU:           memref.store %{{.*}}, %[[COUNTERS]]
+// GPU-NOT:     gpu.launch
 // GPU-COUNT-4: memref.reinterpret_cast %[[WS]]
 // GPU:         attn.make_block_mask
 // GPU:         attn.attention
@@ -132,9 +141,8 @@ func.func @dense(%q: tensor<?x2x?x32xf32>, %k: tensor<?x2x?x32xf32>,
 
 // A read of a q-side field adds the transposed lists: on the CPU a second
 // loop nest over (b, h, kv-block, q-block) into four more buffers [B, H,
-// KB(, QB)]; on the GPU a second compaction, one warp per kv-block, which
-// clears the keep/drop words (the first one no longer does), and four more
-// views of the workspace.
+// KB(, QB)]; on the GPU a counter per kv-block too, whose last warp
+// compacts the column, and four more views of the scratch buffer.
 // DERIVE-LABEL: func.func @q_side
 // CPU-LABEL: func.func @q_side
 // CPU-COUNT-4: memref.alloc
@@ -154,14 +162,18 @@ func.func @dense(%q: tensor<?x2x?x32xf32>, %k: tensor<?x2x?x32xf32>,
 // CPU:         return %[[R0]], %[[R1]]
 // GPU-LABEL: func.func @q_side
 // GPU:         %[[WS:.*]] = attn.workspace %{{.*}} scratch
+// GPU:         %[[COUNTERS:.*]] = attn.workspace %{{.*}} : memref<?xi32>
 // GPU:         gpu.launch
 // GPU:           memref.store %{{.*}}, %[[WS]]
-// GPU:         gpu.launch
-// GPU:           memref.load %[[WS]]
+// GPU:           llvm.inline_asm has_side_effects "atom.acq_rel.gpu.global.add.u32
+// GPU:           llvm.inline_asm has_side_effects "atom.acq_rel.gpu.global.add.u32
+// GPU:           memref.atomic_rmw addi %{{.*}}, %[[WS]]
 // GPU:           nvvm.vote.sync ballot
-// GPU:         gpu.launch
-// GPU:           memref.load %[[WS]]
+// GPU:           memref.store %{{.*}}, %[[COUNTERS]]
+// GPU:           memref.atomic_rmw addi %{{.*}}, %[[WS]]
 // GPU:           nvvm.vote.sync ballot
+// GPU:           memref.store %{{.*}}, %[[COUNTERS]]
+// GPU-NOT:     gpu.launch
 // GPU-COUNT-8: memref.reinterpret_cast %[[WS]]
 // GPU-NOT:     gpu.launch
 // GPU:         return

@@ -328,9 +328,12 @@ def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {
       is then partial whatever the box holds) or when its bounds gave up.
       Without bounds, the lanes scan the block row by row, each its
       columns. Lane 0 writes whether the block keeps and drops (warp
-      votes). Then one warp per (b, h, q-block), and for the q side one
-      per (b, h, kv-block), compacts its line into the lists with
-      ballots and fills the rest of the line with zeros.
+      votes), then counts the block in its (b, h, q-block) line, and for
+      the q side its (b, h, kv-block) column, in a zeroed
+      `attn.workspace` (an acquire-release atomic). The warp that counts
+      a line's last block compacts the line into the lists with ballots,
+      fills the rest of it with zeros and resets the counter: one launch,
+      no clearing afterwards.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",

@@ -81,3 +81,18 @@ Value mlir::attn::nvvm::relaxedFetchAdd(OpBuilder &b, Location loc,
       b, loc, LLVM::AtomicBinOp::add, elementPointer(b, loc, counters, word, 1),
       one, LLVM::AtomicOrdering::monotonic, "device");
 }
+
+Value mlir::attn::nvvm::acquireReleaseFetchAdd(OpBuilder &b, Location loc,
+                                               Value counters, Value word) {
+  // Inline PTX, as in releaseIncrement: one atom instead of a fence (which
+  // would order every access, not just release these) and a relaxed atom.
+  return LLVM::InlineAsmOp::create(
+             b, loc, b.getI32Type(),
+             ValueRange{elementPointer(b, loc, counters, word, 1)},
+             "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;", "=r,l,~{memory}",
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None,
+             /*asm_dialect=*/LLVM::AsmDialectAttr(),
+             /*operand_attrs=*/ArrayAttr())
+      .getResult(0);
+}

@@ -39,6 +39,12 @@ void waitForCount(OpBuilder &b, Location loc, Value counters, Value word,
 /// before (i32). For a count ordered by other means, e.g. a barrier.
 Value relaxedFetchAdd(OpBuilder &b, Location loc, Value counters, Value word);
 
+/// Adds 1 to word `word` of `counters` with acquire and release semantics
+/// at GPU scope; the count before (i32). The thread that sees the last
+/// count may read what every thread counted before it wrote.
+Value acquireReleaseFetchAdd(OpBuilder &b, Location loc, Value counters,
+                             Value word);
+
 } // namespace mlir::attn::nvvm
 
 #endif // ATTNDIALECT_TARGET_NVVM_CROSSBLOCKEXCHANGE_H
