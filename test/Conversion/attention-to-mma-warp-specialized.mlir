@@ -27,7 +27,7 @@
 // counter and copies with cp.async, each copy signalling its buffer's
 // full barrier once it lands.
 // CHECK: scf.if
-// CHECK-NEXT: nvvm.setmaxregister decrease 40
+// CHECK-NEXT: nvvm.setmaxregister decrease 56
 // CHECK: scf.while
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64
 // CHECK: memref.atomic_rmw addi %{{.*}}, %[[WS]][%c0{{.*}}]
@@ -48,7 +48,7 @@
 // The consumers take the registers and the same tiles, and wait for each
 // buffer instead of at block barriers.
 // CHECK: } else {
-// CHECK-NEXT: nvvm.setmaxregister increase 232
+// CHECK-NEXT: nvvm.setmaxregister increase 224
 // CHECK: scf.while
 // CHECK: scf.condition
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64

@@ -167,7 +167,7 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
     (`cp.async.mbarrier.arrive.noinc`); the two consumer warpgroups wait
     on those barriers instead of block barriers, release each buffer once
     their wgmmas have read it, and store O from registers. `setmaxnreg`
-    moves registers from the producer (40) to the consumers (232); the
+    moves registers from the producer (56) to the consumers (224); the
     launch carries `attn.warp_specialized`.
 
     Tiles (q-tile, kv-tile, bands, warps) of 0 are chosen per head dim so
