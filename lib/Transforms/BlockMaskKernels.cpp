@@ -263,12 +263,34 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
   // no faster (docs/Performance.md). The warp that decides a line's last
   // block then compacts the line, which saves a second launch.
   {
-    auto launch = gpu::LaunchOp::create(b, loc, kvBlocks, qBlocks, bhCount,
-                                        c(32), one, one);
+    // At least one block along each side, so that the lines of a side
+    // whose other has no blocks (a length of 0) are still written, empty.
+    Value kvGrid = arith::MaxUIOp::create(b, loc, kvBlocks, one);
+    Value qGrid = arith::MaxUIOp::create(b, loc, qBlocks, one);
+    auto launch =
+        gpu::LaunchOp::create(b, loc, kvGrid, qGrid, bhCount, c(32), one, one);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&launch.getBody().front());
     Value kb = launch.getBlockIds().x, qb = launch.getBlockIds().y;
     Value bh = launch.getBlockIds().z, lane = launch.getThreadIds().x;
+    auto below = [&](Value x, Value limit) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, limit)
+          .getResult();
+    };
+    auto inside = scf::IfOp::create(
+        b, loc,
+        arith::AndIOp::create(b, loc, below(kb, kvBlocks), below(qb, qBlocks)),
+        /*withElseRegion=*/true);
+    // Outside, one of the sides has no blocks: the other's lines are empty.
+    b.setInsertionPointToStart(inside.elseBlock());
+    for (auto [i, side] : llvm::enumerate(sides)) {
+      Value line = side == Side::Kv ? qb : kb;
+      auto empty = scf::IfOp::create(b, loc, below(line, lines(side)));
+      OpBuilder::InsertionGuard branch(b);
+      b.setInsertionPointToStart(empty.thenBlock());
+      compactLine(side, line, bh, lane, scratch, bitsAt, at[i]);
+    }
+    b.setInsertionPointToStart(inside.thenBlock());
     Value bi = arith::DivUIOp::create(b, loc, bh, heads);
     Value hi = arith::RemUIOp::create(b, loc, bh, heads);
     Value q0 = mul(qb, c(qBlock)), kv0 = mul(kb, c(kvBlock));
@@ -341,6 +363,7 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
       memref::StoreOp::create(b, loc, i32Const(0), counters,
                               ValueRange{counter});
     }
+    b.setInsertionPointAfter(inside);
     gpu::TerminatorOp::create(b, loc);
   }
 

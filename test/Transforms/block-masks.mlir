@@ -48,11 +48,14 @@
 // a line's last block appends its blocks with ballots (reading the words
 // at the GPU's scope), fills the rest of each list with zeros and resets
 // the counter. Then views of the lists: nothing runs after the attention,
-// as the scratch buffer needs no clearing.
+// as the scratch buffer needs no clearing. A side of no blocks still has
+// a block of warps: they write the other side's lines empty.
 // GPU-LABEL: func.func @window
 // GPU:         %[[WS:.*]] = attn.workspace %{{.*}} scratch
 // GPU:         %[[COUNTERS:.*]] = attn.workspace %{{.*}} : memref<?xi32>
-// GPU:         gpu.launch
+// GPU:         %[[KVGRID:.*]] = arith.maxui %[[KB:.*]], %[[ONE:.*]] : index
+// GPU:         %[[QGRID:.*]] = arith.maxui %[[QB:.*]], %[[ONE]] : index
+// GPU:         gpu.launch {{.*}} in (%{{.*}} = %[[KVGRID]], %{{.*}} = %[[QGRID]],
 // GPU:           nvvm.vote.sync any
 // GPU:           nvvm.vote.sync any
 // GPU:           memref.store %{{.*}}, %[[WS]]
@@ -66,6 +69,8 @@
 // GPU:           scf.for
 // GPU:             memref.store %{{.*}}, %[[WS]]
 // GPU:           memref.store %{{.*}}, %[[COUNTERS]]
+// GPU:         } else {
+// GPU:           nvvm.vote.sync ballot
 // GPU-NOT:     gpu.launch
 // GPU-COUNT-4: memref.reinterpret_cast %[[WS]]
 // GPU:         attn.make_block_mask
