@@ -23,7 +23,7 @@ namespace mlir::attn::mma {
 /// The warp-specialized kernel's producer warpgroup, and the registers
 /// setmaxnreg leaves it and gives each consumer thread: 56 x 128 + 224 x
 /// 256 is the 64512 that 384 threads of 168 registers hold at launch.
-/// (Fewer for the producer spill its copy state; docs/Performance.md.)
+/// With fewer, the producer spills its copy state (docs/Performance.md).
 constexpr int64_t kProducerThreads = 128;
 constexpr int64_t kProducerRegisters = 56;
 constexpr int64_t kConsumerRegisters = 224;

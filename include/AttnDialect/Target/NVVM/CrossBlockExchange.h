@@ -5,7 +5,9 @@
 // writes its partial, then counts itself in with release semantics; a
 // block that needs the others' partials acquires the count until all have
 // arrived, then reads them. The softmax kernel's split rows use them
-// (docs/Softmax.md); a split-kv attention's merge could too.
+// (docs/Softmax.md); a split-kv attention's merge could too. Blocks that
+// never wait but leave the work to whichever counts in last (the block
+// mask's compaction) use an acquire-release count instead.
 //
 // Only blocks that are all resident (or will start while the waiting ones
 // run) may wait for each other: the caller bounds how many blocks wait.
