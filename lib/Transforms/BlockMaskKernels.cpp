@@ -48,9 +48,6 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
   Value zero = c(0);
   Value lineAt = add(mul(bh, lines(side)), line);
   Value length = lineLength(side);
-  auto i32Const = [&](int64_t v) {
-    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
-  };
   Value allLanes = i32Const(-1);
   // Bits of the lanes below this one.
   Value below = arith::SubIOp::create(
@@ -273,6 +270,8 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
     b.setInsertionPointToStart(&launch.getBody().front());
     Value kb = launch.getBlockIds().x, qb = launch.getBlockIds().y;
     Value bh = launch.getBlockIds().z, lane = launch.getThreadIds().x;
+    // A block's line on each side: its q-block's row, its kv-block's column.
+    auto lineOf = [&](Side side) { return side == Side::Kv ? qb : kb; };
     auto below = [&](Value x, Value limit) {
       return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, limit)
           .getResult();
@@ -284,7 +283,7 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
     // Outside, one of the sides has no blocks: the other's lines are empty.
     b.setInsertionPointToStart(inside.elseBlock());
     for (auto [i, side] : llvm::enumerate(sides)) {
-      Value line = side == Side::Kv ? qb : kb;
+      Value line = lineOf(side);
       auto empty = scf::IfOp::create(b, loc, below(line, lines(side)));
       OpBuilder::InsertionGuard branch(b);
       b.setInsertionPointToStart(empty.thenBlock());
@@ -305,17 +304,13 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
     };
     Value bits = arith::OrIOp::create(
         b, loc, vote(keep),
-        arith::ShLIOp::create(b, loc, vote(drop),
-                              arith::ConstantIntOp::create(b, loc, i32, 1)));
+        arith::ShLIOp::create(b, loc, vote(drop), i32Const(1)));
     Value isLeader =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, c(0));
-    auto i32Const = [&](int64_t v) {
-      return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
-    };
     // Per side, the block's line and its counter.
     SmallVector<std::pair<Value, Value>> lineCounters;
     for (auto [i, side] : llvm::enumerate(sides)) {
-      Value line = side == Side::Kv ? qb : kb;
+      Value line = lineOf(side);
       lineCounters.push_back(
           {line, add(countersAt[i], add(mul(bh, lines(side)), line))});
     }

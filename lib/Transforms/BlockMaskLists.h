@@ -55,6 +55,9 @@ private:
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
   Value asI32(Value v) { return arith::IndexCastOp::create(b, loc, i32, v); }
+  Value i32Const(int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v);
+  }
   Value inc(Value count, Value flag) {
     return add(count, arith::IndexCastOp::create(
                           b, loc, b.getIndexType(),

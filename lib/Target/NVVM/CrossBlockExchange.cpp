@@ -24,18 +24,32 @@ Value mlir::attn::nvvm::elementPointer(OpBuilder &b, Location loc, Value buffer,
       arith::IndexCastOp::create(b, loc, b.getI64Type(), address).getResult());
 }
 
-void mlir::attn::nvvm::releaseIncrement(OpBuilder &b, Location loc,
-                                        Value counters, Value word) {
-  // Inline PTX: NVPTX lowers an atomicrmw's release ordering to a relaxed
-  // atom, and a release fence before it would also wait for the stores.
-  LLVM::InlineAsmOp::create(
-      b, loc, TypeRange{},
-      ValueRange{elementPointer(b, loc, counters, word, 1)},
-      "red.release.gpu.global.add.u32 [$0], 1;", "l,~{memory}",
+namespace {
+
+/// An atomic on word `word` of the global i32 memref `counters`, as inline
+/// PTX `text` (pointer $0, or $1 after an i32 result when `returnsCount`):
+/// NVPTX lowers an atomicrmw's release or acquire-release ordering to a
+/// relaxed atom, and a fence beside it would order every access, not just
+/// publish these.
+Value counterAtomic(OpBuilder &b, Location loc, Value counters, Value word,
+                    StringRef text, bool returnsCount = false) {
+  auto op = LLVM::InlineAsmOp::create(
+      b, loc, returnsCount ? TypeRange{b.getI32Type()} : TypeRange{},
+      ValueRange{mlir::attn::nvvm::elementPointer(b, loc, counters, word, 1)},
+      text, returnsCount ? "=r,l,~{memory}" : "l,~{memory}",
       /*has_side_effects=*/true, /*is_align_stack=*/false,
       LLVM::tailcallkind::TailCallKind::None,
       /*asm_dialect=*/LLVM::AsmDialectAttr(),
       /*operand_attrs=*/ArrayAttr());
+  return returnsCount ? op.getResult(0) : Value();
+}
+
+} // namespace
+
+void mlir::attn::nvvm::releaseIncrement(OpBuilder &b, Location loc,
+                                        Value counters, Value word) {
+  counterAtomic(b, loc, counters, word,
+                "red.release.gpu.global.add.u32 [$0], 1;");
 }
 
 void mlir::attn::nvvm::waitForCount(OpBuilder &b, Location loc, Value counters,
@@ -84,15 +98,7 @@ Value mlir::attn::nvvm::relaxedFetchAdd(OpBuilder &b, Location loc,
 
 Value mlir::attn::nvvm::acquireReleaseFetchAdd(OpBuilder &b, Location loc,
                                                Value counters, Value word) {
-  // Inline PTX, as in releaseIncrement: one atom instead of a fence (which
-  // would order every access, not just release these) and a relaxed atom.
-  return LLVM::InlineAsmOp::create(
-             b, loc, b.getI32Type(),
-             ValueRange{elementPointer(b, loc, counters, word, 1)},
-             "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;", "=r,l,~{memory}",
-             /*has_side_effects=*/true, /*is_align_stack=*/false,
-             LLVM::tailcallkind::TailCallKind::None,
-             /*asm_dialect=*/LLVM::AsmDialectAttr(),
-             /*operand_attrs=*/ArrayAttr())
-      .getResult(0);
+  return counterAtomic(b, loc, counters, word,
+                       "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;",
+                       /*returnsCount=*/true);
 }
