@@ -326,19 +326,20 @@ void BlockBuilder::storeOutput(ArrayRef<BandTile> acc, ArrayRef<Value> sums,
   };
   if (!staged) {
     // Shared memory may already hold the next tile's Q: each lane stores
-    // its pairs.
+    // its pairs, a row's under one bounds check so that they share its
+    // address.
     for (int64_t band = 0; band < bands; ++band)
-      for (auto [chunk, values] : llvm::enumerate(acc[band]))
-        for (int64_t r = 0; r < 2; ++r) {
-          Value row = rowQ[band][r];
-          auto inside = scf::IfOp::create(b, loc, less(row, m));
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(inside.thenBlock());
+      for (int64_t r = 0; r < 2; ++r) {
+        Value row = rowQ[band][r];
+        auto inside = scf::IfOp::create(b, loc, less(row, m));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(inside.thenBlock());
+        for (auto [chunk, values] : llvm::enumerate(acc[band]))
           vector::StoreOp::create(
               b, loc, outputPair(values, band, r), k.output,
               ValueRange{k.batch, k.head, row, add(t2, c(kChunk * chunk))},
               /*nontemporal=*/false, b.getI64IntegerAttr(2 * outBytes));
-        }
+      }
   } else {
     // The Q tile's rows become the output rows: every warp is past its last
     // read of Q, K and V.
