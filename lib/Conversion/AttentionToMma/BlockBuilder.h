@@ -117,6 +117,11 @@ private:
   /// (nvvm.mma.sync's bf16 form).
   Value asRegister(Value pair);
   Value shuffleXor(Value v, int32_t offset);
+  /// A pair of 16-bit values as one i32.
+  Value asWord(Value pair);
+  /// Transposes a quad's 4 x 4 words: lane t's word j becomes lane j's
+  /// word t.
+  void transposeQuad(MutableArrayRef<Value> words);
 
   /// The A fragment of Q for band `band` and k-step `kk`, from shared
   /// memory.

@@ -136,6 +136,35 @@ Value BlockBuilder::asRegister(Value pair) {
   return vector::ExtractOp::create(b, loc, word, 0);
 }
 
+Value BlockBuilder::asWord(Value pair) {
+  Value word =
+      vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair);
+  return vector::ExtractOp::create(b, loc, word, 0);
+}
+
+void BlockBuilder::transposeQuad(MutableArrayRef<Value> words) {
+  // Two exchanges: between lanes two apart, the pairs of words whose
+  // index differs from the lane's in bit 1; then between neighbours, in
+  // bit 0. Each lane sends the words it gives up and takes the partner's
+  // into the same places.
+  for (int64_t bit : {2, 1}) {
+    Value high =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                              arith::AndIOp::create(b, loc, t, c(bit)), c(0));
+    for (int64_t low = 0; low < 4; ++low) {
+      if (low & bit)
+        continue;
+      Value &kept = words[low];
+      Value &given = words[low | bit];
+      Value send = arith::SelectOp::create(b, loc, high, kept, given);
+      Value taken = shuffleXor(send, bit);
+      Value newKept = arith::SelectOp::create(b, loc, high, taken, kept);
+      given = arith::SelectOp::create(b, loc, high, given, taken);
+      kept = newKept;
+    }
+  }
+}
+
 Value BlockBuilder::shuffleXor(Value v, int32_t offset) {
   return gpu::ShuffleOp::create(b, loc, v, offset, /*width=*/32,
                                 gpu::ShuffleMode::XOR)
@@ -326,19 +355,47 @@ void BlockBuilder::storeOutput(ArrayRef<BandTile> acc, ArrayRef<Value> sums,
   };
   if (!staged) {
     // Shared memory may already hold the next tile's Q: each lane stores
-    // its pairs, a row's under one bounds check so that they share its
-    // address.
+    // from its registers, a row's stores under one bounds check so that
+    // they share its address.
+    int64_t chunks = dv / kChunk;
+    bool quadVectors = outBytes == 2 && chunks % 4 == 0;
     for (int64_t band = 0; band < bands; ++band)
       for (int64_t r = 0; r < 2; ++r) {
         Value row = rowQ[band][r];
+        if (!quadVectors) {
+          auto inside = scf::IfOp::create(b, loc, less(row, m));
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(inside.thenBlock());
+          for (auto [chunk, values] : llvm::enumerate(acc[band]))
+            vector::StoreOp::create(
+                b, loc, outputPair(values, band, r), k.output,
+                ValueRange{k.batch, k.head, row, add(t2, c(kChunk * chunk))},
+                /*nontemporal=*/false, b.getI64IntegerAttr(2 * outBytes));
+          continue;
+        }
+        // A quad holds four chunks' pairs; transposed across the quad
+        // (every lane shuffles, before the bounds check), each lane holds
+        // one chunk's eight columns and stores them as one 16-byte vector.
+        SmallVector<Value> vectors;
+        for (int64_t first = 0; first < chunks; first += 4) {
+          SmallVector<Value> words;
+          for (int64_t chunk = first; chunk < first + 4; ++chunk)
+            words.push_back(asWord(outputPair(acc[band][chunk], band, r)));
+          transposeQuad(words);
+          Value vector = vector::FromElementsOp::create(
+              b, loc, VectorType::get({4}, i32), words);
+          vectors.push_back(vector::BitCastOp::create(
+              b, loc, VectorType::get({8}, outElement), vector));
+        }
         auto inside = scf::IfOp::create(b, loc, less(row, m));
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(inside.thenBlock());
-        for (auto [chunk, values] : llvm::enumerate(acc[band]))
-          vector::StoreOp::create(
-              b, loc, outputPair(values, band, r), k.output,
-              ValueRange{k.batch, k.head, row, add(t2, c(kChunk * chunk))},
-              /*nontemporal=*/false, b.getI64IntegerAttr(2 * outBytes));
+        for (auto [i, vector] : llvm::enumerate(vectors))
+          vector::StoreOp::create(b, loc, vector, k.output,
+                                  ValueRange{k.batch, k.head, row,
+                                             mul(add(t, c(4 * i)), c(kChunk))},
+                                  /*nontemporal=*/false,
+                                  b.getI64IntegerAttr(16));
       }
   } else {
     // The Q tile's rows become the output rows: every warp is past its last
