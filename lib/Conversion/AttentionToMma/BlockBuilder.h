@@ -233,10 +233,10 @@ private:
   /// its kv steps.
   Value setUpTile(llvm::function_ref<Value()> qBlock);
 
-  /// The block mask's schedule for this block: its q-block's partial
-  /// blocks, then its full ones, each cut into kv-tiles.
+  /// The block mask's schedule for this block: its q-block's full blocks,
+  /// then its partial ones, each cut into kv-tiles.
   struct ListSteps {
-    Value steps, partialSteps, batch, head, row, lastIndex;
+    Value steps, fullSteps, batch, head, row, lastIndex;
   };
   ListSteps readLists();
   /// The first key of list step j.

@@ -1,7 +1,10 @@
 //===- BlockLists.cpp - the tensor-core kernel's block-mask schedule ------===//
 //
-// A block walks the kv-blocks its q-block's lists name: the partial ones
-// (with the masks), then the full ones, each cut into kv-tiles.
+// A block walks the kv-blocks its q-block's lists name: the full ones,
+// then the partial ones (with the masks), each cut into kv-tiles. Partial
+// blocks last, so that their dearer softmax runs while the step before's
+// P V does, as the causal attribute's diagonal tiles do; only a row's
+// first step has no P V to hide behind.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,7 +50,7 @@ BlockBuilder::ListSteps BlockBuilder::readLists() {
   int64_t tilesPerBlock = lists.kvBlock / k.tiles.kvTile;
   Value partial = count(lists.counts);
   Value full = lists.fullCounts ? count(lists.fullCounts) : c(0);
-  steps.partialSteps = mul(partial, c(tilesPerBlock));
+  steps.fullSteps = mul(full, c(tilesPerBlock));
   steps.steps = mul(add(partial, full), c(tilesPerBlock));
   return steps;
 }
@@ -64,12 +67,15 @@ Value BlockBuilder::listStart(const ListSteps &steps, Value j) {
             ValueRange{steps.batch, steps.head, steps.row, at}));
   };
   Value entry = div(j, tilesPerBlock);
-  Value block = read(lists.indices, entry);
+  Value block;
   if (lists.fullIndices) {
-    Value partial = div(steps.partialSteps, tilesPerBlock);
-    Value fullBlock = read(lists.fullIndices, sub(entry, partial));
-    block = arith::SelectOp::create(b, loc, less(j, steps.partialSteps), block,
-                                    fullBlock);
+    Value full = div(steps.fullSteps, tilesPerBlock);
+    Value partialBlock = read(lists.indices, sub(entry, full));
+    Value fullBlock = read(lists.fullIndices, entry);
+    block = arith::SelectOp::create(b, loc, less(j, steps.fullSteps), fullBlock,
+                                    partialBlock);
+  } else {
+    block = read(lists.indices, entry);
   }
   // A negative index (the lists are the caller's data) would copy from
   // before K and V: it becomes the first block past N, which copies
@@ -82,8 +88,11 @@ Value BlockBuilder::listStart(const ListSteps &steps, Value j) {
 
 Value BlockBuilder::listNeedsMasks(const ListSteps &steps, Value j, Value kv0) {
   Value kvTileEnd = add(kv0, c(k.tiles.kvTile));
-  Value masked = arith::OrIOp::create(b, loc, less(j, steps.partialSteps),
-                                      less(n, kvTileEnd));
+  Value masked = arith::OrIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, j,
+                            steps.fullSteps),
+      less(n, kvTileEnd));
   if (op.getCausal()) {
     // Below the diagonal for every row when kv0 + kv-tile - 1 <= q0.
     Value cut = less(add(offQ, q0), sub(kvTileEnd, c(1)));
