@@ -129,11 +129,7 @@ Value BlockBuilder::pack(Value lo, Value hi) {
 }
 
 Value BlockBuilder::asRegister(Value pair) {
-  if (!element.isBF16())
-    return pair;
-  Value word =
-      vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair);
-  return vector::ExtractOp::create(b, loc, word, 0);
+  return element.isBF16() ? asWord(pair) : pair;
 }
 
 Value BlockBuilder::asWord(Value pair) {
