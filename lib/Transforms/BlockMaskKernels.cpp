@@ -32,6 +32,9 @@ namespace {
 /// Rows of a block each scan lane evaluates at once: their captured reads
 /// are in flight together.
 constexpr int64_t kUnrollScanRows = 8;
+/// Warps in a block of threads of the GPU kernel, each deciding one of a
+/// line's kv-blocks.
+constexpr int64_t kWarpsPerLine = 32;
 /// Where the bounds of a whole block cannot tell, it is cut into this many
 /// boxes (a box's bounds cost a few reads whatever its size), 32 at a time:
 /// this many across its columns (16 columns each in a 128-wide block), the
@@ -53,12 +56,10 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
   Value below = arith::SubIOp::create(
       b, loc, arith::ShLIOp::create(b, loc, i32Const(1), asI32(lane)),
       i32Const(1));
-  auto chunkLoop =
-      scf::ForOp::create(b, loc, zero, length, c(32), ValueRange{zero, zero});
-  {
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(chunkLoop.getBody());
-    Value block = add(chunkLoop.getInductionVar(), lane);
+  // The word of block `block` of the line, 0 past its end. Read at the
+  // GPU's scope: other warps wrote the words, and L1 may hold a stale copy
+  // of a neighbouring line's.
+  auto readWord = [&](Value block) -> Value {
     // The keep/drop words are laid out [b, h, q-block, kv-block].
     Value word = side == Side::Kv
                      ? add(mul(lineAt, kvBlocks), block)
@@ -67,19 +68,28 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
         b, loc, TypeRange{i32},
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, block, length),
         /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard branch(b);
-      b.setInsertionPointToStart(valid.thenBlock());
-      // Read at the GPU's scope: other warps wrote the words, and L1 may
-      // hold a stale copy of a neighbouring line's.
-      Value bits = memref::AtomicRMWOp::create(
-          b, loc, arith::AtomicRMWKind::addi, i32Const(0), scratch,
-          ValueRange{add(bitsAt, word)});
-      scf::YieldOp::create(b, loc, bits);
-      b.setInsertionPointToStart(valid.elseBlock());
-      scf::YieldOp::create(b, loc, i32Const(0));
-    }
-    Value bits = valid.getResult(0);
+    OpBuilder::InsertionGuard branch(b);
+    b.setInsertionPointToStart(valid.thenBlock());
+    scf::YieldOp::create(b, loc,
+                         memref::AtomicRMWOp::create(
+                             b, loc, arith::AtomicRMWKind::addi, i32Const(0),
+                             scratch, ValueRange{add(bitsAt, word)})
+                             .getResult());
+    b.setInsertionPointToStart(valid.elseBlock());
+    scf::YieldOp::create(b, loc, i32Const(0));
+    return valid.getResult(0);
+  };
+  // Each chunk's words are read two chunks ahead, so that a line of two
+  // chunks waits for one round trip.
+  auto chunkLoop = scf::ForOp::create(
+      b, loc, zero, length, c(32),
+      ValueRange{zero, zero, readWord(lane), readWord(add(lane, c(32)))});
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(chunkLoop.getBody());
+    Value block = add(chunkLoop.getInductionVar(), lane);
+    Value ahead = readWord(add(block, c(64)));
+    Value bits = chunkLoop.getRegionIterArgs()[2];
     // Bit 0: the mask_mod kept a position; bit 1: it dropped one.
     auto is = [&](int64_t value) {
       return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bits,
@@ -108,6 +118,7 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
       }
       counts.push_back(add(count, popCount(ballot)));
     }
+    counts.append({chunkLoop.getRegionIterArgs()[3], ahead});
     scf::YieldOp::create(b, loc, counts);
   }
   // Past its count, a list holds zeros (the scratch buffer holds anything).
@@ -165,11 +176,36 @@ std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
   b.setInsertionPointToStart(ifDecided.thenBlock());
   scf::YieldOp::create(b, loc, ValueRange{block.mayKeep, block.mayDrop});
 
+  // Otherwise, first, one position per lane on a grid with the corners:
+  // where a mask's edge crosses the block (a causal diagonal, a window's
+  // end), they hold kept and dropped positions, and the block is partial
+  // without its boxes.
+  b.setInsertionPointToStart(ifDecided.elseBlock());
+  {
+    auto spread = [&](Value first, Value limit, Value step, int64_t steps) {
+      Value span = arith::SubIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, limit, first), one);
+      return add(first,
+                 arith::DivUIOp::create(b, loc, mul(span, step), c(steps)));
+    };
+    Value q = spread(q0, qLimit, arith::DivUIOp::create(b, loc, lane, c(8)),
+                     32 / 8 - 1);
+    Value kv =
+        spread(kv0, kvLimit, arith::RemUIOp::create(b, loc, lane, c(8)), 8 - 1);
+    Value kept = regions.maskMod(b, loc, bi, hi, q, kv);
+    Value probedPartial =
+        both(warpAny(kept), warpAny(arith::XOrIOp::create(b, loc, kept, yes)));
+    auto ifProbed = scf::IfOp::create(b, loc, TypeRange{i1, i1}, probedPartial,
+                                      /*withElseRegion=*/true);
+    scf::YieldOp::create(b, loc, ifProbed.getResults());
+    b.setInsertionPointToStart(ifProbed.thenBlock());
+    scf::YieldOp::create(b, loc, ValueRange{yes, yes});
+    b.setInsertionPointToStart(ifProbed.elseBlock());
+  }
   // Otherwise kBoxesPerBlock boxes, a lane's each, 32 at a time. A warp's
   // lanes that bound the same rows are kvParts apart-by-one neighbours;
   // those of the same columns are kvParts apart. Where kvParts is not a
   // power of two, every lane reads on its own.
-  b.setInsertionPointToStart(ifDecided.elseBlock());
   int64_t kvParts = std::min(kBoxColumnParts, kvBlock);
   int64_t qParts = kBoxesPerBlock / kvParts;
   int64_t rows = llvm::divideCeil(qBlock, qParts);
@@ -254,106 +290,162 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
   Value counters = WorkspaceOp::create(
       b, loc, words, add(countersAt.back(), mul(bhCount, lines(sides.back()))));
 
-  // A warp per (kv-block, q-block, b * h); lane 0 writes whether the block
-  // keeps (bit 0) and drops (bit 1). One warp per block of threads: with
-  // more, ptxas spills the boxes' fallback, and fewer, larger blocks were
-  // no faster (docs/Performance.md). The warp that decides a line's last
-  // block then compacts the line, which saves a second launch.
+  // A warp per (kv-block, q-block, b * h), kWarpsPerLine of a q-block's
+  // kv-blocks in a block of threads; lane 0 writes whether the block keeps
+  // (bit 0) and drops (bit 1). After a barrier, the block of threads counts
+  // its blocks in their line once, and the one that counts the line's last
+  // compacts it: one atomic per block of threads and none where a line
+  // fits one (docs/Performance.md). The q side's lines (columns) are
+  // counted warp by warp, and the warp that decides a column's last block
+  // compacts it.
   {
+    Value warps = c(kWarpsPerLine);
+    Value chunks = arith::CeilDivUIOp::create(b, loc, kvBlocks, warps);
     // At least one block along each side, so that the lines of a side
     // whose other has no blocks (a length of 0) are still written, empty.
-    Value kvGrid = arith::MaxUIOp::create(b, loc, kvBlocks, one);
+    Value kvGrid = arith::MaxUIOp::create(b, loc, chunks, one);
     Value qGrid = arith::MaxUIOp::create(b, loc, qBlocks, one);
-    auto launch =
-        gpu::LaunchOp::create(b, loc, kvGrid, qGrid, bhCount, c(32), one, one);
+    auto launch = gpu::LaunchOp::create(b, loc, kvGrid, qGrid, bhCount,
+                                        mul(c(32), warps), one, one);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&launch.getBody().front());
-    Value kb = launch.getBlockIds().x, qb = launch.getBlockIds().y;
-    Value bh = launch.getBlockIds().z, lane = launch.getThreadIds().x;
+    Value chunk = launch.getBlockIds().x, qb = launch.getBlockIds().y;
+    Value bh = launch.getBlockIds().z;
+    Value lane = arith::RemUIOp::create(b, loc, launch.getThreadIds().x, c(32));
+    Value warp = arith::DivUIOp::create(b, loc, launch.getThreadIds().x, c(32));
+    Value chunkStart = mul(chunk, warps);
+    Value kb = add(chunkStart, warp);
+    Value zero = c(0);
+    auto cmp = [&](arith::CmpIPredicate predicate, Value x, Value y) {
+      return arith::CmpIOp::create(b, loc, predicate, x, y).getResult();
+    };
+    auto both = [&](Value x, Value y) {
+      return arith::AndIOp::create(b, loc, x, y).getResult();
+    };
+    using arith::CmpIPredicate;
+    Value isLeader = cmp(CmpIPredicate::eq, lane, zero);
+    Value isFirstWarp = cmp(CmpIPredicate::eq, warp, zero);
     // A block's line on each side: its q-block's row, its kv-block's column.
     auto lineOf = [&](Side side) { return side == Side::Kv ? qb : kb; };
-    auto below = [&](Value x, Value limit) {
-      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, limit)
-          .getResult();
-    };
-    auto inside = scf::IfOp::create(
-        b, loc,
-        arith::AndIOp::create(b, loc, below(kb, kvBlocks), below(qb, qBlocks)),
-        /*withElseRegion=*/true);
+    auto inside =
+        scf::IfOp::create(b, loc,
+                          both(cmp(CmpIPredicate::ugt, kvBlocks, zero),
+                               cmp(CmpIPredicate::ugt, qBlocks, zero)),
+                          /*withElseRegion=*/true);
     // Outside, one of the sides has no blocks: the other's lines are empty.
     b.setInsertionPointToStart(inside.elseBlock());
     for (auto [i, side] : llvm::enumerate(sides)) {
       Value line = lineOf(side);
-      auto empty = scf::IfOp::create(b, loc, below(line, lines(side)));
+      Value writes = cmp(CmpIPredicate::ult, line, lines(side));
+      // A kv-side line is every warp's of its block of threads.
+      if (side == Side::Kv)
+        writes = both(writes, isFirstWarp);
+      auto empty = scf::IfOp::create(b, loc, writes);
       OpBuilder::InsertionGuard branch(b);
       b.setInsertionPointToStart(empty.thenBlock());
       compactLine(side, line, bh, lane, scratch, bitsAt, at[i]);
     }
     b.setInsertionPointToStart(inside.thenBlock());
-    Value bi = arith::DivUIOp::create(b, loc, bh, heads);
-    Value hi = arith::RemUIOp::create(b, loc, bh, heads);
-    Value q0 = mul(qb, c(qBlock)), kv0 = mul(kb, c(kvBlock));
-    Value qLimit = arith::MinUIOp::create(b, loc, add(q0, c(qBlock)), qLen);
-    Value kvLimit = arith::MinUIOp::create(b, loc, add(kv0, c(kvBlock)), kvLen);
-    auto [keep, drop] =
-        bounded ? decideBlockInWarp(bi, hi, lane, q0, qLimit, kv0, kvLimit)
-                : scanBox(bi, hi, q0, qLimit, qBlock, kv0, kvLimit, kvBlock,
-                          lane, 32, kUnrollScanRows);
-    auto vote = [&](Value flag) {
-      return arith::ExtUIOp::create(b, loc, i32, warpAny(flag));
-    };
-    Value bits = arith::OrIOp::create(
-        b, loc, vote(keep),
-        arith::ShLIOp::create(b, loc, vote(drop), i32Const(1)));
-    Value isLeader =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, c(0));
-    // Per side, the block's line and its counter.
-    SmallVector<std::pair<Value, Value>> lineCounters;
-    for (auto [i, side] : llvm::enumerate(sides)) {
-      Value line = lineOf(side);
-      lineCounters.push_back(
-          {line, add(countersAt[i], add(mul(bh, lines(side)), line))});
-    }
-    // The leader writes the word, then counts the block in each of its
-    // lines, releasing the word to the warp that will read it: how many of
-    // their blocks were decided before.
-    auto leader = scf::IfOp::create(
-        b, loc, SmallVector<Type>(sides.size(), i32), isLeader,
-        /*withElseRegion=*/true);
+    Value lineAt = add(mul(bh, qBlocks), qb);
+    auto decides =
+        scf::IfOp::create(b, loc, cmp(CmpIPredicate::ult, kb, kvBlocks));
     {
       OpBuilder::InsertionGuard branch(b);
-      b.setInsertionPointToStart(leader.thenBlock());
-      memref::StoreOp::create(
-          b, loc, bits, scratch,
-          ValueRange{
-              add(bitsAt, add(mul(add(mul(bh, qBlocks), qb), kvBlocks), kb))});
-      SmallVector<Value> before;
-      for (auto [line, counter] : lineCounters)
-        before.push_back(
-            nvvm::acquireReleaseFetchAdd(b, loc, counters, counter));
-      scf::YieldOp::create(b, loc, before);
-      b.setInsertionPointToStart(leader.elseBlock());
-      scf::YieldOp::create(b, loc,
-                           SmallVector<Value>(sides.size(), i32Const(0)));
+      b.setInsertionPointToStart(decides.thenBlock());
+      Value bi = arith::DivUIOp::create(b, loc, bh, heads);
+      Value hi = arith::RemUIOp::create(b, loc, bh, heads);
+      Value q0 = mul(qb, c(qBlock)), kv0 = mul(kb, c(kvBlock));
+      Value qLimit = arith::MinUIOp::create(b, loc, add(q0, c(qBlock)), qLen);
+      Value kvLimit =
+          arith::MinUIOp::create(b, loc, add(kv0, c(kvBlock)), kvLen);
+      auto [keep, drop] =
+          bounded ? decideBlockInWarp(bi, hi, lane, q0, qLimit, kv0, kvLimit)
+                  : scanBox(bi, hi, q0, qLimit, qBlock, kv0, kvLimit, kvBlock,
+                            lane, 32, kUnrollScanRows);
+      auto vote = [&](Value flag) {
+        return arith::ExtUIOp::create(b, loc, i32, warpAny(flag));
+      };
+      Value bits = arith::OrIOp::create(
+          b, loc, vote(keep),
+          arith::ShLIOp::create(b, loc, vote(drop), i32Const(1)));
+      // The leader writes the word and, with the q side, counts the block in
+      // its column, releasing the word to the warp that will read it: how
+      // many of the column's blocks were decided before.
+      Value column;
+      if (qSide)
+        column = add(countersAt[1], add(mul(bh, kvBlocks), kb));
+      auto leader = scf::IfOp::create(b, loc, TypeRange{i32}, isLeader,
+                                      /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard write(b);
+        b.setInsertionPointToStart(leader.thenBlock());
+        memref::StoreOp::create(
+            b, loc, bits, scratch,
+            ValueRange{add(bitsAt, add(mul(lineAt, kvBlocks), kb))});
+        scf::YieldOp::create(
+            b, loc,
+            qSide ? nvvm::acquireReleaseFetchAdd(b, loc, counters, column)
+                  : i32Const(0));
+        b.setInsertionPointToStart(leader.elseBlock());
+        scf::YieldOp::create(b, loc, i32Const(0));
+      }
+      if (qSide) {
+        Value before = gpu::ShuffleOp::create(b, loc, leader.getResult(0),
+                                              /*offset=*/0, /*width=*/32,
+                                              gpu::ShuffleMode::IDX)
+                           .getShuffleResult();
+        // The same on every lane: the compaction's ballots see all 32.
+        auto last = scf::IfOp::create(
+            b, loc,
+            cmp(CmpIPredicate::eq, before,
+                asI32(arith::SubIOp::create(b, loc, qBlocks, one))));
+        OpBuilder::InsertionGuard compact(b);
+        b.setInsertionPointToStart(last.thenBlock());
+        compactLine(Side::Q, kb, bh, lane, scratch, bitsAt, at[1]);
+        // Every block of the column has been counted: the counter is free
+        // for the next launch.
+        auto reset = scf::IfOp::create(b, loc, isLeader);
+        b.setInsertionPointToStart(reset.thenBlock());
+        memref::StoreOp::create(b, loc, i32Const(0), counters,
+                                ValueRange{column});
+      }
     }
-    for (auto [i, side] : llvm::enumerate(sides)) {
-      Value before = gpu::ShuffleOp::create(b, loc, leader.getResult(i),
+    // Every word of the block of threads is written.
+    gpu::BarrierOp::create(b, loc);
+    auto firstWarp = scf::IfOp::create(b, loc, isFirstWarp);
+    {
+      OpBuilder::InsertionGuard branch(b);
+      b.setInsertionPointToStart(firstWarp.thenBlock());
+      Value decided = arith::MinUIOp::create(
+          b, loc, warps, arith::SubIOp::create(b, loc, kvBlocks, chunkStart));
+      Value counter = add(countersAt[0], lineAt);
+      // A line of one block of threads is whole already; in a longer one,
+      // lane 0 counts the block's kv-blocks in, releasing every word written
+      // before the barrier: how many of the line's were decided before.
+      Value counts = both(isLeader, cmp(CmpIPredicate::ugt, chunks, one));
+      auto count = scf::IfOp::create(b, loc, TypeRange{i32}, counts,
+                                     /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard counting(b);
+        b.setInsertionPointToStart(count.thenBlock());
+        scf::YieldOp::create(b, loc,
+                             nvvm::acquireReleaseFetchAdd(
+                                 b, loc, counters, counter, asI32(decided)));
+        b.setInsertionPointToStart(count.elseBlock());
+        scf::YieldOp::create(b, loc, i32Const(0));
+      }
+      Value before = gpu::ShuffleOp::create(b, loc, count.getResult(0),
                                             /*offset=*/0, /*width=*/32,
                                             gpu::ShuffleMode::IDX)
                          .getShuffleResult();
-      // The same on every lane: the compaction's ballots see all 32.
       auto last = scf::IfOp::create(
           b, loc,
-          arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::eq, before,
-              asI32(arith::SubIOp::create(b, loc, lineLength(side), one))));
-      OpBuilder::InsertionGuard branch(b);
+          cmp(CmpIPredicate::eq,
+              arith::AddIOp::create(b, loc, before, asI32(decided)),
+              asI32(kvBlocks)));
       b.setInsertionPointToStart(last.thenBlock());
-      auto [line, counter] = lineCounters[i];
-      compactLine(side, line, bh, lane, scratch, bitsAt, at[i]);
-      // Every block of the line has been counted: the counter is free for
-      // the next launch.
-      auto reset = scf::IfOp::create(b, loc, isLeader);
+      compactLine(Side::Kv, qb, bh, lane, scratch, bitsAt, at[0]);
+      auto reset = scf::IfOp::create(b, loc, counts);
       b.setInsertionPointToStart(reset.thenBlock());
       memref::StoreOp::create(b, loc, i32Const(0), counters,
                               ValueRange{counter});

@@ -74,6 +74,8 @@ block_mask_bundle sliding-window:100 1 2 300 500 16 32
 block_mask_bundle document 2 1 1000 1000 64 128
 block_mask_bundle natten:9:20:7 1 1 180 180 16 16
 block_mask_bundle prefix:700 1 1 4097 3000 128 64
+# Lines of three blocks of threads on the kv side, the last one partial.
+block_mask_bundle document 1 2 3000 5000 32 64
 for n in 2048 8192; do
   block_mask_bundle sliding-window:1024 1 1 $n $n 128 128
   block_mask_bundle document 1 1 $n $n 128 128

@@ -50,6 +50,10 @@ for dtype in f16 bf16; do
   go --dtype=$dtype --head-dim=32 --score-mod=relative --mask=sliding-window:50 $sweep
   go --dtype=$dtype --head-dim=64 --score-mod=checkerboard --value-dim=32 $sweep
 done
+# Long rows: the block mask's lines span several blocks of threads of its
+# kernel (32 kv-blocks each).
+go --dtype=bf16 --head-dim=128 --mask=document --lse --batch=1 --heads=2:1 --q-len=4500 --kv-len=4500
+go --dtype=f16 --head-dim=64 --mask=sliding-window:1000 --batch=1 --heads=2:1 --q-len=300,4200 --kv-len=4400
 # Rows with no unmasked key give 0 and a logsumexp of -inf.
 go test/Integration/Inputs/fully-masked-bf16.mlir --heads=2:1 --q-len=1,7,70,300 --kv-len=3,70,300 --lse
 exit $status

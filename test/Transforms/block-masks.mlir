@@ -43,26 +43,34 @@
 // CPU-NOT:     attn.create_block_mask
 
 // Device code. The scratch buffer and the zeroed workspace of the lines'
-// counters, one kernel: a warp per block votes its word, which lane 0
-// stores and counts in its line (acquire-release); the warp that counts
-// a line's last block appends its blocks with ballots (reading the words
-// at the GPU's scope), fills the rest of each list with zeros and resets
-// the counter. Then views of the lists: nothing runs after the attention,
-// as the scratch buffer needs no clearing. A side of no blocks still has
-// a block of warps: they write the other side's lines empty.
+// counters, one kernel: a block of 32 warps per 32 kv-blocks of a q-block's
+// line, a warp per block, whose lane 0 stores its voted word. After a
+// barrier, lane 0 of the first warp counts the block's kv-blocks in their
+// line (acquire-release) where the line spans more than one block of
+// threads; the warp that completes the line appends its blocks with
+// ballots (reading the words at the GPU's scope, two chunks ahead), fills
+// the rest of each list with zeros and resets the counter. Then views of
+// the lists: nothing runs after the attention, as the scratch buffer needs
+// no clearing. A side of no blocks still has a block of threads: it
+// writes the other side's lines empty.
 // GPU-LABEL: func.func @window
 // GPU:         %[[WS:.*]] = attn.workspace %{{.*}} scratch
 // GPU:         %[[COUNTERS:.*]] = attn.workspace %{{.*}} : memref<?xi32>
-// GPU:         %[[KVGRID:.*]] = arith.maxui %[[KB:.*]], %[[ONE:.*]] : index
+// GPU:         %[[CHUNKS:.*]] = arith.ceildivui %[[KB:.*]], %c32 : index
+// GPU:         %[[KVGRID:.*]] = arith.maxui %[[CHUNKS]], %[[ONE:.*]] : index
 // GPU:         %[[QGRID:.*]] = arith.maxui %[[QB:.*]], %[[ONE]] : index
 // GPU:         gpu.launch {{.*}} in (%{{.*}} = %[[KVGRID]], %{{.*}} = %[[QGRID]],
 // GPU:           nvvm.vote.sync any
 // GPU:           nvvm.vote.sync any
 // GPU:           memref.store %{{.*}}, %[[WS]]
+// GPU:         gpu.barrier
+// GPU:         arith.cmpi ugt, %[[CHUNKS]], %[[ONE]] : index
 // GPU:           memref.extract_aligned_pointer_as_index %[[COUNTERS]]
-// GPU:           llvm.inline_asm has_side_effects "atom.acq_rel.gpu.global.add.u32
+// GPU:           llvm.inline_asm has_side_effects "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;"
 // GPU:         gpu.shuffle idx
 // GPU:         scf.if
+// GPU:           memref.atomic_rmw addi %{{.*}}, %[[WS]]
+// GPU:           memref.atomic_rmw addi %{{.*}}, %[[WS]]
 // GPU:           scf.for
 // GPU:             memref.atomic_rmw addi %{{.*}}, %[[WS]]
 // GPU:             nvvm.vote.sync ballot
@@ -146,8 +154,9 @@ func.func @dense(%q: tensor<?x2x?x32xf32>, %k: tensor<?x2x?x32xf32>,
 
 // A read of a q-side field adds the transposed lists: on the CPU a second
 // loop nest over (b, h, kv-block, q-block) into four more buffers [B, H,
-// KB(, QB)]; on the GPU a counter per kv-block too, whose last warp
-// compacts the column, and four more views of the scratch buffer.
+// KB(, QB)]; on the GPU a counter per kv-block too, counted warp by warp
+// before the barrier, whose last warp compacts the column, and four more
+// views of the scratch buffer.
 // DERIVE-LABEL: func.func @q_side
 // CPU-LABEL: func.func @q_side
 // CPU-COUNT-4: memref.alloc
@@ -170,11 +179,12 @@ func.func @dense(%q: tensor<?x2x?x32xf32>, %k: tensor<?x2x?x32xf32>,
 // GPU:         %[[COUNTERS:.*]] = attn.workspace %{{.*}} : memref<?xi32>
 // GPU:         gpu.launch
 // GPU:           memref.store %{{.*}}, %[[WS]]
-// GPU:           llvm.inline_asm has_side_effects "atom.acq_rel.gpu.global.add.u32
-// GPU:           llvm.inline_asm has_side_effects "atom.acq_rel.gpu.global.add.u32
+// GPU:           llvm.inline_asm has_side_effects "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;"
 // GPU:           memref.atomic_rmw addi %{{.*}}, %[[WS]]
 // GPU:           nvvm.vote.sync ballot
 // GPU:           memref.store %{{.*}}, %[[COUNTERS]]
+// GPU:           gpu.barrier
+// GPU:           llvm.inline_asm has_side_effects "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;"
 // GPU:           memref.atomic_rmw addi %{{.*}}, %[[WS]]
 // GPU:           nvvm.vote.sync ballot
 // GPU:           memref.store %{{.*}}, %[[COUNTERS]]

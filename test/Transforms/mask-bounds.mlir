@@ -26,7 +26,8 @@
 // SCAN:         arith.cmpi uge, %{{.*}}, %{{.*}} : index
 // On the GPU a warp decides a block: by the bounds of the whole block
 // where they tell (every read split across the 32 lanes), the same on all
-// lanes; otherwise by 64 boxes of it, 32 at a time: 16 x 32 blocks are 8
+// lanes; otherwise by one position a lane on a 4 x 8 grid with the block's
+// corners, partial if those keep and drop; otherwise by 64 boxes of it, 32 at a time: 16 x 32 blocks are 8
 // rows of 8 boxes of 2 x 4 positions. Every lane bounds a box (an empty
 // one, past the problem's edge, its block's last row or column) so that
 // lanes can share reads, and drops an empty box's result. A box the bounds
@@ -34,7 +35,8 @@
 // decided boxes do not already keep and drop, and the second 32 boxes are
 // not looked at once the first show the block partial.
 // GPU-LABEL: func.func @window
-// GPU:         gpu.launch blocks({{.*}}) threads(%[[LANE:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32,
+// GPU:         gpu.launch blocks({{.*}}) threads(%[[THREAD:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c1024,
+// GPU:           %[[LANE:.*]] = arith.remui %[[THREAD]], %c32 : index
 // GPU:           arith.cmpi ult, %{{.*}}, %c64_i64 : i64
 // GPU:           %[[BOTH:.*]] = arith.andi %[[BLOCK_KEEPS:.*]], %[[BLOCK_DROPS:.*]] : i1
 // GPU-NEXT:      %[[ONE_OF:.*]] = arith.xori %[[BOTH]], %true : i1
@@ -42,6 +44,20 @@
 // GPU:           scf.if %[[DECIDED]] -> (i1, i1) {
 // GPU:             scf.yield %[[BLOCK_KEEPS]], %[[BLOCK_DROPS]] : i1, i1
 // GPU:           } else {
+// GPU:             %[[PROBE_ROW:.*]] = arith.divui %[[LANE]], %c8 : index
+// GPU:             arith.muli %{{.*}}, %[[PROBE_ROW]] : index
+// GPU:             arith.divui %{{.*}}, %c3 : index
+// GPU:             %[[PROBE_COLUMN:.*]] = arith.remui %[[LANE]], %c8 : index
+// GPU:             arith.muli %{{.*}}, %[[PROBE_COLUMN]] : index
+// GPU:             arith.divui %{{.*}}, %c7 : index
+// GPU:             %[[PROBE_KEPT:.*]] = arith.andi
+// GPU:             %[[PROBE_DROPPED:.*]] = arith.xori %[[PROBE_KEPT]], %true : i1
+// GPU:             %[[ANY_DROPPED:.*]] = nvvm.vote.sync any %{{.*}}, %[[PROBE_DROPPED]] -> i1
+// GPU:             %[[ANY_KEPT:.*]] = nvvm.vote.sync any %{{.*}}, %[[PROBE_KEPT]] -> i1
+// GPU:             %[[PROBED:.*]] = arith.andi %[[ANY_KEPT]], %[[ANY_DROPPED]] : i1
+// GPU:             scf.if %[[PROBED]] -> (i1, i1) {
+// GPU-NEXT:          scf.yield %true, %true : i1, i1
+// GPU-NEXT:        } else {
 // GPU:             arith.divui %[[LANE]], %c8 : index
 // GPU:             %[[COLUMN_PART:.*]] = arith.remui %[[LANE]], %c8 : index
 // GPU:             arith.muli %[[COLUMN_PART]], %c4 : index

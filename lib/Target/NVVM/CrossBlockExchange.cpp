@@ -27,16 +27,25 @@ Value mlir::attn::nvvm::elementPointer(OpBuilder &b, Location loc, Value buffer,
 namespace {
 
 /// An atomic on word `word` of the global i32 memref `counters`, as inline
-/// PTX `text` (pointer $0, or $1 after an i32 result when `returnsCount`):
+/// PTX `text` (pointer $0, or $1 after an i32 result when `returnsCount`;
+/// then `amount`, an i32, when given):
 /// NVPTX lowers an atomicrmw's release or acquire-release ordering to a
 /// relaxed atom, and a fence beside it would order every access, not just
 /// publish these.
 Value counterAtomic(OpBuilder &b, Location loc, Value counters, Value word,
-                    StringRef text, bool returnsCount = false) {
+                    StringRef text, bool returnsCount = false,
+                    Value amount = Value()) {
+  SmallVector<Value> operands = {
+      mlir::attn::nvvm::elementPointer(b, loc, counters, word, 1)};
+  std::string constraints = returnsCount ? "=r,l" : "l";
+  if (amount) {
+    operands.push_back(amount);
+    constraints += ",r";
+  }
+  constraints += ",~{memory}";
   auto op = LLVM::InlineAsmOp::create(
-      b, loc, returnsCount ? TypeRange{b.getI32Type()} : TypeRange{},
-      ValueRange{mlir::attn::nvvm::elementPointer(b, loc, counters, word, 1)},
-      text, returnsCount ? "=r,l,~{memory}" : "l,~{memory}",
+      b, loc, returnsCount ? TypeRange{b.getI32Type()} : TypeRange{}, operands,
+      text, constraints,
       /*has_side_effects=*/true, /*is_align_stack=*/false,
       LLVM::tailcallkind::TailCallKind::None,
       /*asm_dialect=*/LLVM::AsmDialectAttr(),
@@ -97,8 +106,13 @@ Value mlir::attn::nvvm::relaxedFetchAdd(OpBuilder &b, Location loc,
 }
 
 Value mlir::attn::nvvm::acquireReleaseFetchAdd(OpBuilder &b, Location loc,
-                                               Value counters, Value word) {
+                                               Value counters, Value word,
+                                               Value amount) {
+  if (!amount)
+    return counterAtomic(b, loc, counters, word,
+                         "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;",
+                         /*returnsCount=*/true);
   return counterAtomic(b, loc, counters, word,
-                       "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;",
-                       /*returnsCount=*/true);
+                       "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;",
+                       /*returnsCount=*/true, amount);
 }

@@ -41,11 +41,12 @@ void waitForCount(OpBuilder &b, Location loc, Value counters, Value word,
 /// before (i32). For a count ordered by other means, e.g. a barrier.
 Value relaxedFetchAdd(OpBuilder &b, Location loc, Value counters, Value word);
 
-/// Adds 1 to word `word` of `counters` with acquire and release semantics
-/// at GPU scope; the count before (i32). The thread that sees the last
-/// count may read what every thread counted before it wrote.
+/// Adds `amount` (i32; 1 when null) to word `word` of `counters` with
+/// acquire and release semantics at GPU scope; the count before (i32). The
+/// thread that sees the last count may read what every thread counted
+/// before it wrote, or wrote before a barrier with the counting thread.
 Value acquireReleaseFetchAdd(OpBuilder &b, Location loc, Value counters,
-                             Value word);
+                             Value word, Value amount = Value());
 
 } // namespace mlir::attn::nvvm
 
