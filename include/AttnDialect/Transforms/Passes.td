@@ -314,26 +314,31 @@ def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {
       block and append it to the partial or the full list (buffers the
       host allocates); for the q side, the same over (b, h, kv-block,
       q-block).
-    - `target=gpu`: two kernels on the runtime's scratch buffer
+    - `target=gpu`: one kernel on the runtime's scratch buffer
       (`attn.workspace ... scratch`, which needs no clearing afterwards;
-      a function's block masks follow one another in it). The scan runs a
-      warp per (kv-block, q-block, b * h). With bounds, the warp first
-      bounds the whole block, each captured read that depends on the rows
-      (or the columns) alone split across its 32 lanes and combined with
-      shuffles; where that cannot tell, it bounds 64 boxes of the block,
-      a lane's each, 32 at a time (reads shared by the lanes of a box
-      row or column; the second 32 only if the first do not already show
-      the block partial), and scans a box the bounds leave open only when
-      the other boxes of its warp do not already keep and drop (the block
-      is then partial whatever the box holds) or when its bounds gave up.
-      Without bounds, the lanes scan the block row by row, each its
-      columns. Lane 0 writes whether the block keeps and drops (warp
-      votes), then counts the block in its (b, h, q-block) line, and for
-      the q side its (b, h, kv-block) column, in a zeroed
-      `attn.workspace` (an acquire-release atomic). The warp that counts
-      a line's last block compacts the line into the lists with ballots,
-      fills the rest of it with zeros and resets the counter: one launch,
-      no clearing afterwards.
+      a function's block masks follow one another in it). A warp decides
+      each (kv-block, q-block, b * h), 32 of a line's kv-blocks in a
+      block of threads. With bounds, the warp first bounds the whole
+      block, each captured read that depends on the rows (or the
+      columns) alone split across its 32 lanes and combined with
+      shuffles; where that cannot tell, each lane evaluates the mask_mod
+      at one position of a grid over the block (its corners included),
+      and the block is partial if those keep and drop; otherwise it
+      bounds 64 boxes of the block, a lane's each, 32 at a time (reads
+      shared by the lanes of a box row or column; the second 32 only if
+      the first do not already show the block partial), and scans a box
+      the bounds leave open only when the other boxes of its warp do not
+      already keep and drop (the block is then partial whatever the box
+      holds) or when its bounds gave up. Without bounds, the lanes scan
+      the block row by row, each its columns. Lane 0 writes whether the
+      block keeps and drops (warp votes), and for the q side counts the
+      block in its (b, h, kv-block) column in a zeroed `attn.workspace`
+      (an acquire-release atomic); the warp that counts a column's last
+      block compacts it. After a barrier, a line that spans several
+      blocks of threads has each count its kv-blocks in once, and the
+      block that completes the line compacts it (at once where one block
+      holds the line) into the lists with ballots, fills the rest with
+      zeros and resets the counter: one launch, no clearing afterwards.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
