@@ -20,6 +20,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <functional>
 
@@ -33,8 +34,11 @@ namespace {
 /// are in flight together.
 constexpr int64_t kUnrollScanRows = 8;
 /// Warps in a block of threads of the GPU kernel, each deciding one of a
-/// line's kv-blocks.
+/// line's kv-blocks. 32 hold a warp to 64 registers, with which ptxas
+/// spills a mask_mod of more than two captured reads (jagged); those keep
+/// a warp per block of threads, whose registers ptxas chooses freely.
 constexpr int64_t kWarpsPerLine = 32;
+constexpr int64_t kWarpsPerLineHeavy = 1;
 /// Where the bounds of a whole block cannot tell, it is cut into this many
 /// boxes (a box's bounds cost a few reads whatever its size), 32 at a time:
 /// this many across its columns (16 columns each in a 128-wide block), the
@@ -290,7 +294,7 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
   Value counters = WorkspaceOp::create(
       b, loc, words, add(countersAt.back(), mul(bhCount, lines(sides.back()))));
 
-  // A warp per (kv-block, q-block, b * h), kWarpsPerLine of a q-block's
+  // A warp per (kv-block, q-block, b * h), 32 (or 1) of a q-block's
   // kv-blocks in a block of threads; lane 0 writes whether the block keeps
   // (bit 0) and drops (bit 1). After a barrier, the block of threads counts
   // its blocks in their line once, and the one that counts the line's last
@@ -299,7 +303,9 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
   // counted warp by warp, and the warp that decides a column's last block
   // compacts it.
   {
-    Value warps = c(kWarpsPerLine);
+    int64_t reads = 0;
+    op.getMaskMod().walk([&](tensor::ExtractOp) { ++reads; });
+    Value warps = c(reads <= 2 ? kWarpsPerLine : kWarpsPerLineHeavy);
     Value chunks = arith::CeilDivUIOp::create(b, loc, kvBlocks, warps);
     // At least one block along each side, so that the lines of a side
     // whose other has no blocks (a length of 0) are still written, empty.

@@ -318,7 +318,8 @@ def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {
       (`attn.workspace ... scratch`, which needs no clearing afterwards;
       a function's block masks follow one another in it). A warp decides
       each (kv-block, q-block, b * h), 32 of a line's kv-blocks in a
-      block of threads. With bounds, the warp first bounds the whole
+      block of threads (one, for a mask_mod of more than two captured
+      reads, which spills in 64 registers). With bounds, the warp first bounds the whole
       block, each captured read that depends on the rows (or the
       columns) alone split across its 32 lanes and combined with
       shuffles; where that cannot tell, each lane evaluates the mask_mod
