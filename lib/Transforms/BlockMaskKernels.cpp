@@ -353,6 +353,43 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
     }
     b.setInsertionPointToStart(inside.thenBlock());
     Value lineAt = add(mul(bh, qBlocks), qb);
+    // Where `counts`, lane 0 runs `leaderWrites` and adds `amount` decided
+    // blocks (1 when null) to the line's counter, releasing what it wrote:
+    // the warp whose count completes the line's `total` blocks compacts it
+    // (on every lane, for the compaction's ballots), then frees the counter
+    // for the next launch. Elsewhere the line is whole already.
+    auto countInLine = [&](Side side, Value line, Value counts, Value counter,
+                           Value amount, Value total,
+                           llvm::function_ref<void()> leaderWrites) {
+      auto count = scf::IfOp::create(b, loc, TypeRange{i32}, counts,
+                                     /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard counting(b);
+        b.setInsertionPointToStart(count.thenBlock());
+        leaderWrites();
+        scf::YieldOp::create(
+            b, loc,
+            nvvm::acquireReleaseFetchAdd(b, loc, counters, counter, amount));
+        b.setInsertionPointToStart(count.elseBlock());
+        scf::YieldOp::create(b, loc, i32Const(0));
+      }
+      Value before = gpu::ShuffleOp::create(b, loc, count.getResult(0),
+                                            /*offset=*/0, /*width=*/32,
+                                            gpu::ShuffleMode::IDX)
+                         .getShuffleResult();
+      Value after =
+          arith::AddIOp::create(b, loc, before, amount ? amount : i32Const(1));
+      auto last = scf::IfOp::create(
+          b, loc, cmp(CmpIPredicate::eq, after, asI32(total)));
+      OpBuilder::InsertionGuard compact(b);
+      b.setInsertionPointToStart(last.thenBlock());
+      compactLine(side, line, bh, lane, scratch, bitsAt,
+                  at[side == Side::Kv ? 0 : 1]);
+      auto reset = scf::IfOp::create(b, loc, counts);
+      b.setInsertionPointToStart(reset.thenBlock());
+      memref::StoreOp::create(b, loc, i32Const(0), counters,
+                              ValueRange{counter});
+    };
     auto decides =
         scf::IfOp::create(b, loc, cmp(CmpIPredicate::ult, kb, kvBlocks));
     {
@@ -375,45 +412,20 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
           b, loc, vote(keep),
           arith::ShLIOp::create(b, loc, vote(drop), i32Const(1)));
       // The leader writes the word and, with the q side, counts the block in
-      // its column, releasing the word to the warp that will read it: how
-      // many of the column's blocks were decided before.
-      Value column;
-      if (qSide)
-        column = add(countersAt[1], add(mul(bh, kvBlocks), kb));
-      auto leader = scf::IfOp::create(b, loc, TypeRange{i32}, isLeader,
-                                      /*withElseRegion=*/true);
-      {
+      // its column, releasing the word to the warp that will read it.
+      Value wordAt = add(bitsAt, add(mul(lineAt, kvBlocks), kb));
+      auto writeWord = [&] {
+        memref::StoreOp::create(b, loc, bits, scratch, ValueRange{wordAt});
+      };
+      if (qSide) {
+        countInLine(Side::Q, kb, isLeader,
+                    add(countersAt[1], add(mul(bh, kvBlocks), kb)),
+                    /*amount=*/Value(), qBlocks, writeWord);
+      } else {
+        auto leader = scf::IfOp::create(b, loc, isLeader);
         OpBuilder::InsertionGuard write(b);
         b.setInsertionPointToStart(leader.thenBlock());
-        memref::StoreOp::create(
-            b, loc, bits, scratch,
-            ValueRange{add(bitsAt, add(mul(lineAt, kvBlocks), kb))});
-        scf::YieldOp::create(
-            b, loc,
-            qSide ? nvvm::acquireReleaseFetchAdd(b, loc, counters, column)
-                  : i32Const(0));
-        b.setInsertionPointToStart(leader.elseBlock());
-        scf::YieldOp::create(b, loc, i32Const(0));
-      }
-      if (qSide) {
-        Value before = gpu::ShuffleOp::create(b, loc, leader.getResult(0),
-                                              /*offset=*/0, /*width=*/32,
-                                              gpu::ShuffleMode::IDX)
-                           .getShuffleResult();
-        // The same on every lane: the compaction's ballots see all 32.
-        auto last = scf::IfOp::create(
-            b, loc,
-            cmp(CmpIPredicate::eq, before,
-                asI32(arith::SubIOp::create(b, loc, qBlocks, one))));
-        OpBuilder::InsertionGuard compact(b);
-        b.setInsertionPointToStart(last.thenBlock());
-        compactLine(Side::Q, kb, bh, lane, scratch, bitsAt, at[1]);
-        // Every block of the column has been counted: the counter is free
-        // for the next launch.
-        auto reset = scf::IfOp::create(b, loc, isLeader);
-        b.setInsertionPointToStart(reset.thenBlock());
-        memref::StoreOp::create(b, loc, i32Const(0), counters,
-                                ValueRange{column});
+        writeWord();
       }
     }
     // Every word of the block of threads is written.
@@ -424,37 +436,12 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
       b.setInsertionPointToStart(firstWarp.thenBlock());
       Value decided = arith::MinUIOp::create(
           b, loc, warps, arith::SubIOp::create(b, loc, kvBlocks, chunkStart));
-      Value counter = add(countersAt[0], lineAt);
       // A line of one block of threads is whole already; in a longer one,
       // lane 0 counts the block's kv-blocks in, releasing every word written
-      // before the barrier: how many of the line's were decided before.
-      Value counts = both(isLeader, cmp(CmpIPredicate::ugt, chunks, one));
-      auto count = scf::IfOp::create(b, loc, TypeRange{i32}, counts,
-                                     /*withElseRegion=*/true);
-      {
-        OpBuilder::InsertionGuard counting(b);
-        b.setInsertionPointToStart(count.thenBlock());
-        scf::YieldOp::create(b, loc,
-                             nvvm::acquireReleaseFetchAdd(
-                                 b, loc, counters, counter, asI32(decided)));
-        b.setInsertionPointToStart(count.elseBlock());
-        scf::YieldOp::create(b, loc, i32Const(0));
-      }
-      Value before = gpu::ShuffleOp::create(b, loc, count.getResult(0),
-                                            /*offset=*/0, /*width=*/32,
-                                            gpu::ShuffleMode::IDX)
-                         .getShuffleResult();
-      auto last = scf::IfOp::create(
-          b, loc,
-          cmp(CmpIPredicate::eq,
-              arith::AddIOp::create(b, loc, before, asI32(decided)),
-              asI32(kvBlocks)));
-      b.setInsertionPointToStart(last.thenBlock());
-      compactLine(Side::Kv, qb, bh, lane, scratch, bitsAt, at[0]);
-      auto reset = scf::IfOp::create(b, loc, counts);
-      b.setInsertionPointToStart(reset.thenBlock());
-      memref::StoreOp::create(b, loc, i32Const(0), counters,
-                              ValueRange{counter});
+      // before the barrier.
+      countInLine(Side::Kv, qb,
+                  both(isLeader, cmp(CmpIPredicate::ugt, chunks, one)),
+                  add(countersAt[0], lineAt), asI32(decided), kvBlocks, [] {});
     }
     b.setInsertionPointAfter(inside);
     gpu::TerminatorOp::create(b, loc);
