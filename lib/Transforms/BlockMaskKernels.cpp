@@ -383,6 +383,9 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
           b, loc, cmp(CmpIPredicate::eq, after, asI32(total)));
       OpBuilder::InsertionGuard compact(b);
       b.setInsertionPointToStart(last.thenBlock());
+      // Lane 0 acquired for the warp: a warp barrier orders every lane's
+      // reads after its atomic.
+      NVVM::SyncWarpOp::create(b, loc, i32Const(-1));
       compactLine(side, line, bh, lane, scratch, bitsAt,
                   at[side == Side::Kv ? 0 : 1]);
       auto reset = scf::IfOp::create(b, loc, counts);

@@ -47,7 +47,8 @@
 // line, a warp per block, whose lane 0 stores its voted word. After a
 // barrier, lane 0 of the first warp counts the block's kv-blocks in their
 // line (acquire-release) where the line spans more than one block of
-// threads; the warp that completes the line appends its blocks with
+// threads; the warp that completes the line (after a warp barrier, which
+// orders every lane's reads after lane 0's acquire) appends its blocks with
 // ballots (reading the words at the GPU's scope, two chunks ahead), fills
 // the rest of each list with zeros and resets the counter. Then views of
 // the lists: nothing runs after the attention, as the scratch buffer needs
@@ -69,6 +70,7 @@
 // GPU:           llvm.inline_asm has_side_effects "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;"
 // GPU:         gpu.shuffle idx
 // GPU:         scf.if
+// GPU:           nvvm.bar.warp.sync
 // GPU:           memref.atomic_rmw addi %{{.*}}, %[[WS]]
 // GPU:           memref.atomic_rmw addi %{{.*}}, %[[WS]]
 // GPU:           scf.for
@@ -180,11 +182,13 @@ func.func @dense(%q: tensor<?x2x?x32xf32>, %k: tensor<?x2x?x32xf32>,
 // GPU:         gpu.launch
 // GPU:           memref.store %{{.*}}, %[[WS]]
 // GPU:           llvm.inline_asm has_side_effects "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;"
+// GPU:           nvvm.bar.warp.sync
 // GPU:           memref.atomic_rmw addi %{{.*}}, %[[WS]]
 // GPU:           nvvm.vote.sync ballot
 // GPU:           memref.store %{{.*}}, %[[COUNTERS]]
 // GPU:           gpu.barrier
 // GPU:           llvm.inline_asm has_side_effects "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;"
+// GPU:           nvvm.bar.warp.sync
 // GPU:           memref.atomic_rmw addi %{{.*}}, %[[WS]]
 // GPU:           nvvm.vote.sync ballot
 // GPU:           memref.store %{{.*}}, %[[COUNTERS]]
