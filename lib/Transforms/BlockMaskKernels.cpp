@@ -353,20 +353,24 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
     }
     b.setInsertionPointToStart(inside.thenBlock());
     Value lineAt = add(mul(bh, qBlocks), qb);
-    // Where `counts`, lane 0 runs `leaderWrites` and adds `amount` decided
-    // blocks (1 when null) to the line's counter, releasing what it wrote:
-    // the warp whose count completes the line's `total` blocks compacts it
-    // (on every lane, for the compaction's ballots), then frees the counter
-    // for the next launch. Elsewhere the line is whole already.
-    auto countInLine = [&](Side side, Value line, Value counts, Value counter,
-                           Value amount, Value total,
-                           llvm::function_ref<void()> leaderWrites) {
-      auto count = scf::IfOp::create(b, loc, TypeRange{i32}, counts,
+    // Where `counting` (on lane 0 only, or nowhere), lane 0 runs
+    // `leaderWrites` and adds `amount` decided blocks (1 when null) to the
+    // line's counter, releasing what it wrote. The count before is
+    // broadcast, so that the warp whose count completes the line's `total`
+    // blocks compacts it on every lane (the compaction's ballots need all
+    // 32) and then frees the counter for the next launch. Where no lane
+    // counts, the line must be whole already.
+    auto countInLine = [&](Side side, Value line, const ListWords &words,
+                           Value counting, Value counter, Value amount,
+                           Value total,
+                           llvm::function_ref<void()> leaderWrites = {}) {
+      auto count = scf::IfOp::create(b, loc, TypeRange{i32}, counting,
                                      /*withElseRegion=*/true);
       {
-        OpBuilder::InsertionGuard counting(b);
+        OpBuilder::InsertionGuard branch(b);
         b.setInsertionPointToStart(count.thenBlock());
-        leaderWrites();
+        if (leaderWrites)
+          leaderWrites();
         scf::YieldOp::create(
             b, loc,
             nvvm::acquireReleaseFetchAdd(b, loc, counters, counter, amount));
@@ -383,12 +387,12 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
           b, loc, cmp(CmpIPredicate::eq, after, asI32(total)));
       OpBuilder::InsertionGuard compact(b);
       b.setInsertionPointToStart(last.thenBlock());
-      // Lane 0 acquired for the warp: a warp barrier orders every lane's
-      // reads after its atomic.
+      // Lane 0 acquired for the warp; as a grid barrier follows one
+      // thread's acquire with a block barrier, a warp barrier orders every
+      // lane's reads after it.
       NVVM::SyncWarpOp::create(b, loc, i32Const(-1));
-      compactLine(side, line, bh, lane, scratch, bitsAt,
-                  at[side == Side::Kv ? 0 : 1]);
-      auto reset = scf::IfOp::create(b, loc, counts);
+      compactLine(side, line, bh, lane, scratch, bitsAt, words);
+      auto reset = scf::IfOp::create(b, loc, counting);
       b.setInsertionPointToStart(reset.thenBlock());
       memref::StoreOp::create(b, loc, i32Const(0), counters,
                               ValueRange{counter});
@@ -421,9 +425,9 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
         memref::StoreOp::create(b, loc, bits, scratch, ValueRange{wordAt});
       };
       if (qSide) {
-        countInLine(Side::Q, kb, isLeader,
-                    add(countersAt[1], add(mul(bh, kvBlocks), kb)),
-                    /*amount=*/Value(), qBlocks, writeWord);
+        Value column = add(countersAt[1], add(mul(bh, kvBlocks), kb));
+        countInLine(Side::Q, kb, at[1], isLeader, column, /*amount=*/Value(),
+                    qBlocks, writeWord);
       } else {
         auto leader = scf::IfOp::create(b, loc, isLeader);
         OpBuilder::InsertionGuard write(b);
@@ -442,9 +446,10 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
       // A line of one block of threads is whole already; in a longer one,
       // lane 0 counts the block's kv-blocks in, releasing every word written
       // before the barrier.
-      countInLine(Side::Kv, qb,
-                  both(isLeader, cmp(CmpIPredicate::ugt, chunks, one)),
-                  add(countersAt[0], lineAt), asI32(decided), kvBlocks, [] {});
+      Value counting = both(isLeader, cmp(CmpIPredicate::ugt, chunks, one));
+      Value counter = add(countersAt[0], lineAt);
+      countInLine(Side::Kv, qb, at[0], counting, counter, asI32(decided),
+                  kvBlocks);
     }
     b.setInsertionPointAfter(inside);
     gpu::TerminatorOp::create(b, loc);

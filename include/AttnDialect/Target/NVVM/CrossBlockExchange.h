@@ -44,7 +44,9 @@ Value relaxedFetchAdd(OpBuilder &b, Location loc, Value counters, Value word);
 /// Adds `amount` (i32; 1 when null) to word `word` of `counters` with
 /// acquire and release semantics at GPU scope; the count before (i32). The
 /// thread that sees the last count may read what every thread counted
-/// before it wrote, or wrote before a barrier with the counting thread.
+/// before it wrote, or wrote before a barrier with the counting thread; so
+/// may the threads that pass a barrier (of the block or the warp) with it
+/// afterwards.
 Value acquireReleaseFetchAdd(OpBuilder &b, Location loc, Value counters,
                              Value word, Value amount = Value());
 
