@@ -108,11 +108,8 @@ Value mlir::attn::nvvm::relaxedFetchAdd(OpBuilder &b, Location loc,
 Value mlir::attn::nvvm::acquireReleaseFetchAdd(OpBuilder &b, Location loc,
                                                Value counters, Value word,
                                                Value amount) {
-  if (!amount)
-    return counterAtomic(b, loc, counters, word,
-                         "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;",
-                         /*returnsCount=*/true);
   return counterAtomic(b, loc, counters, word,
-                       "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;",
+                       amount ? "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;"
+                              : "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;",
                        /*returnsCount=*/true, amount);
 }
