@@ -197,8 +197,11 @@ std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
     Value kv =
         spread(kv0, kvLimit, arith::RemUIOp::create(b, loc, lane, c(8)), 8 - 1);
     Value kept = regions.maskMod(b, loc, bi, hi, q, kv);
-    Value probedPartial =
-        both(warpAny(kept), warpAny(arith::XOrIOp::create(b, loc, kept, yes)));
+    // Operands built one statement each: their IR order is then the
+    // same whichever compiler builds attn.
+    Value anyDropped = warpAny(arith::XOrIOp::create(b, loc, kept, yes));
+    Value anyKept = warpAny(kept);
+    Value probedPartial = both(anyKept, anyDropped);
     auto ifProbed = scf::IfOp::create(b, loc, TypeRange{i1, i1}, probedPartial,
                                       /*withElseRegion=*/true);
     scf::YieldOp::create(b, loc, ifProbed.getResults());
@@ -243,7 +246,9 @@ std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
     drop = drop ? either(drop, boxDrop) : boxDrop;
     if (first + 32 >= kBoxesPerBlock)
       return {keep, drop};
-    Value partial = both(block.exact, both(warpAny(keep), warpAny(drop)));
+    Value anyDrop = warpAny(drop);
+    Value anyKeep = warpAny(keep);
+    Value partial = both(block.exact, both(anyKeep, anyDrop));
     auto ifPartial = scf::IfOp::create(b, loc, TypeRange{i1, i1}, partial,
                                        /*withElseRegion=*/true);
     OpBuilder::InsertionGuard inner(b);
@@ -415,9 +420,9 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
       auto vote = [&](Value flag) {
         return arith::ExtUIOp::create(b, loc, i32, warpAny(flag));
       };
-      Value bits = arith::OrIOp::create(
-          b, loc, vote(keep),
-          arith::ShLIOp::create(b, loc, vote(drop), i32Const(1)));
+      Value one = i32Const(1);
+      Value dropBit = arith::ShLIOp::create(b, loc, vote(drop), one);
+      Value bits = arith::OrIOp::create(b, loc, vote(keep), dropBit);
       // The leader writes the word and, with the q side, counts the block in
       // its column, releasing the word to the warp that will read it.
       Value wordAt = add(bitsAt, add(mul(lineAt, kvBlocks), kb));

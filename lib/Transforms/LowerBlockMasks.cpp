@@ -203,12 +203,14 @@ std::pair<Value, Value> ListBuilder::decideBox(Value bi, Value hi, Value qStart,
   Value scanIt = unknown;
   if (shared) {
     Value known = negate(unknown);
-    Value warpPartial =
-        both(warpAny(both(known, mayKeep)), warpAny(both(known, mayDrop)));
+    Value warpDrops = warpAny(both(known, mayDrop));
+    Value warpKeeps = warpAny(both(known, mayKeep));
+    Value warpPartial = both(warpKeeps, warpDrops);
     // Boxes the bounds gave up on are scanned all the same, so that their
     // reads are checked.
-    scanIt = both(unknown, arith::OrIOp::create(b, loc, negate(exact),
-                                                negate(warpPartial)));
+    Value undecided = negate(warpPartial);
+    Value gaveUp = negate(exact);
+    scanIt = both(unknown, arith::OrIOp::create(b, loc, gaveUp, undecided));
   }
   auto scan = scf::IfOp::create(b, loc, TypeRange{i1, i1}, scanIt,
                                 /*withElseRegion=*/true);
