@@ -57,9 +57,12 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
   Value length = lineLength(side);
   Value allLanes = i32Const(-1);
   // Bits of the lanes below this one.
+  // One op-building operand per call in this file, so that the IR's order
+  // does not depend on the compiler's order of evaluating arguments.
+  Value belowOne = i32Const(1);
+  Value laneBits = asI32(lane);
   Value below = arith::SubIOp::create(
-      b, loc, arith::ShLIOp::create(b, loc, i32Const(1), asI32(lane)),
-      i32Const(1));
+      b, loc, arith::ShLIOp::create(b, loc, i32Const(1), laneBits), belowOne);
   // The word of block `block` of the line, 0 past its end. Read at the
   // GPU's scope: other warps wrote the words, and L1 may hold a stale copy
   // of a neighbouring line's.
@@ -74,10 +77,11 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
         /*withElseRegion=*/true);
     OpBuilder::InsertionGuard branch(b);
     b.setInsertionPointToStart(valid.thenBlock());
+    Value wordIndex = add(bitsAt, word);
     scf::YieldOp::create(b, loc,
                          memref::AtomicRMWOp::create(
                              b, loc, arith::AtomicRMWKind::addi, i32Const(0),
-                             scratch, ValueRange{add(bitsAt, word)})
+                             scratch, ValueRange{wordIndex})
                              .getResult());
     b.setInsertionPointToStart(valid.elseBlock());
     scf::YieldOp::create(b, loc, i32Const(0));
@@ -85,9 +89,10 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
   };
   // Each chunk's words are read two chunks ahead, so that a line of two
   // chunks waits for one round trip.
-  auto chunkLoop = scf::ForOp::create(
-      b, loc, zero, length, c(32),
-      ValueRange{zero, zero, readWord(lane), readWord(add(lane, c(32)))});
+  SmallVector<Value> chunkInits = {zero, zero, readWord(lane),
+                                   readWord(add(lane, c(32)))};
+  auto chunkLoop =
+      scf::ForOp::create(b, loc, zero, length, c(32), chunkInits);
   {
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(chunkLoop.getBody());
@@ -115,10 +120,9 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
         b.setInsertionPointToStart(ifOp.thenBlock());
         Value position =
             add(count, popCount(arith::AndIOp::create(b, loc, ballot, below)));
-        memref::StoreOp::create(
-            b, loc, asI32(block), scratch,
-            ValueRange{
-                add(at.indices[list], add(mul(lineAt, length), position))});
+        Value index = add(at.indices[list], add(mul(lineAt, length), position));
+        memref::StoreOp::create(b, loc, asI32(block), scratch,
+                                ValueRange{index});
       }
       counts.push_back(add(count, popCount(ballot)));
     }
@@ -127,22 +131,24 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
   }
   // Past its count, a list holds zeros (the scratch buffer holds anything).
   for (int64_t list : {0, 1}) {
+    Value tailStep = c(32);
     auto tail = scf::ForOp::create(b, loc, add(chunkLoop.getResult(list), lane),
-                                   length, c(32));
+                                   length, tailStep);
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(tail.getBody());
-    memref::StoreOp::create(
-        b, loc, i32Const(0), scratch,
-        ValueRange{add(at.indices[list],
-                       add(mul(lineAt, length), tail.getInductionVar()))});
+    Value index = add(at.indices[list],
+                      add(mul(lineAt, length), tail.getInductionVar()));
+    memref::StoreOp::create(b, loc, i32Const(0), scratch, ValueRange{index});
   }
   auto first = scf::IfOp::create(
       b, loc,
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero));
   b.setInsertionPointToStart(first.thenBlock());
-  for (int64_t list : {0, 1})
+  for (int64_t list : {0, 1}) {
+    Value index = add(at.counts[list], lineAt);
     memref::StoreOp::create(b, loc, asI32(chunkLoop.getResult(list)), scratch,
-                            ValueRange{add(at.counts[list], lineAt)});
+                            ValueRange{index});
+  }
 }
 
 std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
@@ -165,10 +171,10 @@ std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
   whole.rows = {lane, allLanes, qBlock};
   whole.columns = {lane, allLanes, kvBlock};
   Value one = c(1);
+  Value kvLast = arith::SubIOp::create(b, loc, kvLimit, one);
+  Value qLast = arith::SubIOp::create(b, loc, qLimit, one);
   MaskBounds block =
-      boundMaskMod(b, loc, op.getMaskMod(), bi, hi, q0,
-                   arith::SubIOp::create(b, loc, qLimit, one), kv0,
-                   arith::SubIOp::create(b, loc, kvLimit, one),
+      boundMaskMod(b, loc, op.getMaskMod(), bi, hi, q0, qLast, kv0, kvLast,
                    std::max(qBlock, kvBlock), &whole);
   // The same on every lane: the bounds are the warp's.
   Value decided = both(
@@ -189,8 +195,9 @@ std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
     auto spread = [&](Value first, Value limit, Value step, int64_t steps) {
       Value span = arith::SubIOp::create(
           b, loc, arith::SubIOp::create(b, loc, limit, first), one);
+      Value stepCount = c(steps);
       return add(first,
-                 arith::DivUIOp::create(b, loc, mul(span, step), c(steps)));
+                 arith::DivUIOp::create(b, loc, mul(span, step), stepCount));
     };
     Value q = spread(q0, qLimit, arith::DivUIOp::create(b, loc, lane, c(8)),
                      32 / 8 - 1);
@@ -233,15 +240,16 @@ std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
   std::function<std::pair<Value, Value>(int64_t, Value, Value)> boxesFrom =
       [&](int64_t first, Value keep, Value drop) -> std::pair<Value, Value> {
     Value box = add(c(first), lane);
-    Value qStart =
-        add(q0, mul(arith::DivUIOp::create(b, loc, box, c(kvParts)), c(rows)));
-    Value kvStart =
-        add(kv0, mul(arith::RemUIOp::create(b, loc, box, c(kvParts)), c(cols)));
-    auto [boxKeep, boxDrop] = decideBox(
-        bi, hi, qStart,
-        arith::MinUIOp::create(b, loc, add(qStart, c(rows)), qLimit), rows,
-        kvStart, arith::MinUIOp::create(b, loc, add(kvStart, c(cols)), kvLimit),
-        cols, &shared);
+    Value rowsValue = c(rows);
+    Value qStart = add(
+        q0, mul(arith::DivUIOp::create(b, loc, box, c(kvParts)), rowsValue));
+    Value colsValue = c(cols);
+    Value kvStart = add(
+        kv0, mul(arith::RemUIOp::create(b, loc, box, c(kvParts)), colsValue));
+    Value kvEnd = arith::MinUIOp::create(b, loc, add(kvStart, c(cols)), kvLimit);
+    Value qEnd = arith::MinUIOp::create(b, loc, add(qStart, c(rows)), qLimit);
+    auto [boxKeep, boxDrop] = decideBox(bi, hi, qStart, qEnd, rows, kvStart,
+                                        kvEnd, cols, &shared);
     keep = keep ? either(keep, boxKeep) : boxKeep;
     drop = drop ? either(drop, boxDrop) : boxDrop;
     if (first + 32 >= kBoxesPerBlock)
@@ -338,11 +346,10 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
     Value isFirstWarp = cmp(CmpIPredicate::eq, warp, zero);
     // A block's line on each side: its q-block's row, its kv-block's column.
     auto lineOf = [&](Side side) { return side == Side::Kv ? qb : kb; };
-    auto inside =
-        scf::IfOp::create(b, loc,
-                          both(cmp(CmpIPredicate::ugt, kvBlocks, zero),
-                               cmp(CmpIPredicate::ugt, qBlocks, zero)),
-                          /*withElseRegion=*/true);
+    Value hasQBlocks = cmp(CmpIPredicate::ugt, qBlocks, zero);
+    auto inside = scf::IfOp::create(
+        b, loc, both(cmp(CmpIPredicate::ugt, kvBlocks, zero), hasQBlocks),
+        /*withElseRegion=*/true);
     // Outside, one of the sides has no blocks: the other's lines are empty.
     b.setInsertionPointToStart(inside.elseBlock());
     for (auto [i, side] : llvm::enumerate(sides)) {

@@ -69,14 +69,19 @@ std::pair<Value, Value> ListBuilder::scanBox(Value bi, Value hi, Value qStart,
   // only positions inside the problem) and do not count; the other boxes
   // skip that arithmetic.
   auto scanRows = [&](bool atEdge) -> scf::ForOp {
-    auto rowLoop =
-        scf::ForOp::create(b, loc, c(0), c(rows), c(1), ValueRange{no, no});
+    // One op-building operand per call here and below, so that the IR's
+    // order does not depend on the compiler's order of evaluating them.
+    Value rowStep = c(1);
+    Value rowEnd = c(rows);
+    auto rowLoop = scf::ForOp::create(b, loc, c(0), rowEnd, rowStep,
+                                      ValueRange{no, no});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(rowLoop.getBody());
       Value row = add(qStart, rowLoop.getInductionVar());
       Value q = atEdge ? arith::MinUIOp::create(b, loc, row, lastQ) : row;
-      auto columnLoop = scf::ForOp::create(b, loc, first, c(cols), c(step),
+      Value columnStep = c(step);
+      auto columnLoop = scf::ForOp::create(b, loc, first, c(cols), columnStep,
                                            rowLoop.getRegionIterArgs());
       b.setInsertionPointToStart(columnLoop.getBody());
       Value column = add(kvStart, columnLoop.getInductionVar());
@@ -84,9 +89,11 @@ std::pair<Value, Value> ListBuilder::scanBox(Value bi, Value hi, Value qStart,
           atEdge ? arith::MinUIOp::create(b, loc, column, lastKv) : column;
       Value keep = regions.maskMod(b, loc, bi, hi, q, kv);
       Value drop = arith::XOrIOp::create(b, loc, keep, yes);
-      Value inside = atEdge ? arith::AndIOp::create(b, loc, less(row, qLimit),
-                                                    less(column, kvLimit))
-                            : yes;
+      Value inside = yes;
+      if (atEdge) {
+        Value columnInside = less(column, kvLimit);
+        inside = arith::AndIOp::create(b, loc, less(row, qLimit), columnInside);
+      }
       ValueRange seen = columnLoop.getRegionIterArgs();
       auto seenIf = [&](Value seenSoFar, Value now) -> Value {
         return arith::OrIOp::create(b, loc, seenSoFar,
@@ -104,12 +111,13 @@ std::pair<Value, Value> ListBuilder::scanBox(Value bi, Value hi, Value qStart,
       (void)loopUnrollByFactor(rowLoop, unrollRows);
     return rowLoop;
   };
+  Value columnsInterior = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ule, add(kvStart, c(cols)), kvLimit);
   Value interior = arith::AndIOp::create(
       b, loc,
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
                             add(qStart, c(rows)), qLimit),
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
-                            add(kvStart, c(cols)), kvLimit));
+      columnsInterior);
   auto ifOp = scf::IfOp::create(b, loc, TypeRange{b.getI1Type(), b.getI1Type()},
                                 interior, /*withElseRegion=*/true);
   for (bool atEdge : {false, true}) {
@@ -167,7 +175,8 @@ std::pair<Value, Value> ListBuilder::decideBox(Value bi, Value hi, Value qStart,
     return arith::XOrIOp::create(b, loc, x, yes).getResult();
   };
   // An empty box keeps and drops nothing, exactly.
-  Value nonEmpty = both(less(qStart, qLimit), less(kvStart, kvLimit));
+  Value columns = less(kvStart, kvLimit);
+  Value nonEmpty = both(less(qStart, qLimit), columns);
   Value qLast = arith::SubIOp::create(b, loc, qLimit, c(1));
   Value kvLast = arith::SubIOp::create(b, loc, kvLimit, c(1));
   Value mayKeep, mayDrop, exact;
@@ -175,11 +184,11 @@ std::pair<Value, Value> ListBuilder::decideBox(Value bi, Value hi, Value qStart,
     // Every lane bounds a box, so that the lanes can share their reads: an
     // empty one (past the problem's edge) its block's last row or column,
     // whose result it then drops. The limits of a block are at least 1.
+    Value kvFirst = arith::MinUIOp::create(b, loc, kvStart, kvLast);
+    Value qFirst = arith::MinUIOp::create(b, loc, qStart, qLast);
     MaskBounds bounds =
-        boundMaskMod(b, loc, op.getMaskMod(), bi, hi,
-                     arith::MinUIOp::create(b, loc, qStart, qLast), qLast,
-                     arith::MinUIOp::create(b, loc, kvStart, kvLast), kvLast,
-                     rows * cols, shared);
+        boundMaskMod(b, loc, op.getMaskMod(), bi, hi, qFirst, qLast, kvFirst,
+                     kvLast, rows * cols, shared);
     mayKeep = both(nonEmpty, bounds.mayKeep);
     mayDrop = both(nonEmpty, bounds.mayDrop);
     exact = arith::OrIOp::create(b, loc, negate(nonEmpty), bounds.exact);

@@ -129,7 +129,9 @@ private:
   /// The bounds are usable only if `ok` holds.
   void require(Value ok) { valid = valid ? both(valid, ok) : ok; }
   void requireWithin(Interval x, int64_t limit) {
-    require(both(cmp(P::sge, x.lo, c(-limit)), cmp(P::sle, x.hi, c(limit))));
+    Value belowTop = cmp(P::sle, x.hi, c(limit));
+    Value aboveBottom = cmp(P::sge, x.lo, c(-limit));
+    require(both(aboveBottom, belowTop));
   }
   void requireNonNegative(Interval x) { require(cmp(P::sge, x.lo, c(0))); }
   /// That the bounds of a `width`-bit result hold its signed values.
@@ -137,7 +139,9 @@ private:
     if (width >= 64 || width == 1)
       return;
     int64_t top = (int64_t(1) << (width - 1)) - 1;
-    require(both(cmp(P::sge, x.lo, c(-top - 1)), cmp(P::sle, x.hi, c(top))));
+    Value belowTop = cmp(P::sle, x.hi, c(top));
+    Value aboveBottom = cmp(P::sge, x.lo, c(-top - 1));
+    require(both(aboveBottom, belowTop));
   }
 
   Interval get(Value v);
@@ -178,9 +182,13 @@ Interval Bounder::compare(arith::CmpIOp op, Interval x, Interval y) {
   bool isUnsigned = p == P::ult || p == P::ule || p == P::ugt || p == P::uge;
   Value must, may;
   if (p == P::eq || p == P::ne) {
-    Value single = both(cmp(P::eq, x.lo, x.hi), cmp(P::eq, y.lo, y.hi));
+    Value ySingle = cmp(P::eq, y.lo, y.hi);
+    Value xSingle = cmp(P::eq, x.lo, x.hi);
+    Value single = both(xSingle, ySingle);
     Value equal = both(single, cmp(P::eq, x.lo, y.lo));
-    Value overlap = both(cmp(P::sle, x.lo, y.hi), cmp(P::sle, y.lo, x.hi));
+    Value yNotAbove = cmp(P::sle, y.lo, x.hi);
+    Value xNotAbove = cmp(P::sle, x.lo, y.hi);
+    Value overlap = both(xNotAbove, yNotAbove);
     if (p == P::eq) {
       must = equal;
       may = overlap;
@@ -204,9 +212,12 @@ Interval Bounder::compare(arith::CmpIOp op, Interval x, Interval y) {
     // Unsigned order is the order of the bounds when neither interval
     // straddles zero (signed -1 is the largest unsigned value).
     auto contiguous = [&](Interval z) {
-      return either(cmp(P::sge, z.lo, c(0)), cmp(P::slt, z.hi, c(0)));
+      Value negative = cmp(P::slt, z.hi, c(0));
+      Value nonNegative = cmp(P::sge, z.lo, c(0));
+      return either(nonNegative, negative);
     };
-    Value ordered = both(contiguous(x), contiguous(y));
+    Value yContiguous = contiguous(y);
+    Value ordered = both(contiguous(x), yContiguous);
     Value no = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
     Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
     must = select(ordered, must, no);
@@ -233,12 +244,14 @@ Interval Bounder::divide(Operation *op, Interval x, int64_t divisor) {
   // A remainder is exact within one quotient, else any of [0, d - 1] (or,
   // with negative dividends, [-(d - 1), d - 1]).
   Value nonNegative = cmp(P::sge, x.lo, c(0));
-  Value sameQuotient = cmp(P::eq, quotient(x.lo), quotient(x.hi));
+  Value hiQuotient = quotient(x.hi);
+  Value sameQuotient = cmp(P::eq, quotient(x.lo), hiQuotient);
   Value exact = both(nonNegative, sameQuotient);
-  Value lo = select(exact, arith::RemSIOp::create(b, loc, x.lo, d),
-                    select(nonNegative, c(0), c(1 - divisor)));
-  Value hi =
-      select(exact, arith::RemSIOp::create(b, loc, x.hi, d), c(divisor - 1));
+  Value lowest = c(1 - divisor);
+  Value otherLo = select(nonNegative, c(0), lowest);
+  Value lo = select(exact, arith::RemSIOp::create(b, loc, x.lo, d), otherLo);
+  Value otherHi = c(divisor - 1);
+  Value hi = select(exact, arith::RemSIOp::create(b, loc, x.hi, d), otherHi);
   return {lo, hi};
 }
 
@@ -253,11 +266,14 @@ Interval Bounder::read(tensor::ExtractOp op) {
   for (auto [dim, indexValue] : llvm::enumerate(op.getIndices())) {
     Interval at = get(indexValue);
     Value size = toI64(tensor::DimOp::create(b, loc, tensor, dim));
+    Value one = c(1);
     Value span = arith::AddIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, at.hi, at.lo), c(1));
-    Value inside = both(cmp(P::sge, at.lo, c(0)), cmp(P::slt, at.hi, size));
-    inside = both(inside, both(cmp(P::sge, span, c(1)),
-                               cmp(P::sle, span, c(maxReadSpan))));
+        b, loc, arith::SubIOp::create(b, loc, at.hi, at.lo), one);
+    Value belowSize = cmp(P::slt, at.hi, size);
+    Value inside = both(cmp(P::sge, at.lo, c(0)), belowSize);
+    Value spanBelowMax = cmp(P::sle, span, c(maxReadSpan));
+    Value spanAboveOne = cmp(P::sge, span, c(1));
+    inside = both(inside, both(spanAboveOne, spanBelowMax));
     ok = ok ? both(ok, inside) : inside;
     volume = arith::MulIOp::create(b, loc, volume, smin(span, c(maxReadSpan)));
     box.push_back(at);
@@ -358,8 +374,11 @@ Value Bounder::shuffleXor(Value v, int64_t mask, bool narrow) {
     return arith::ConstantIntOp::create(b, loc, i32, x).getResult();
   };
   auto shuffle = [&](Value half) {
-    return NVVM::ShflOp::create(b, loc, i32, i32Const(-1), half, i32Const(mask),
-                                i32Const(0x1f), NVVM::ShflKind::bfly,
+    Value clamp = i32Const(0x1f);
+    Value offset = i32Const(mask);
+    Value lanes = i32Const(-1);
+    return NVVM::ShflOp::create(b, loc, i32, lanes, half, offset, clamp,
+                                NVVM::ShflKind::bfly,
                                 /*return_value_and_is_valid=*/UnitAttr())
         .getResult();
   };
@@ -368,10 +387,11 @@ Value Bounder::shuffleXor(Value v, int64_t mask, bool narrow) {
     return arith::ExtSIOp::create(b, loc, i64, low);
   Value high = shuffle(arith::TruncIOp::create(
       b, loc, i32, arith::ShRUIOp::create(b, loc, v, c(32))));
-  return arith::OrIOp::create(
-      b, loc, arith::ExtUIOp::create(b, loc, i64, low),
-      arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, high),
-                            c(32)));
+  Value bits = c(32);
+  Value highPart = arith::ShLIOp::create(
+      b, loc, arith::ExtUIOp::create(b, loc, i64, high), bits);
+  return arith::OrIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, low),
+                              highPart);
 }
 
 Interval Bounder::combine(Interval x, const SharedReads::Group &group,
@@ -440,9 +460,11 @@ Interval Bounder::visit(Operation &op) {
                         arith::MulIOp::create(b, loc, x.lo, y.hi),
                         arith::MulIOp::create(b, loc, x.hi, y.lo),
                         arith::MulIOp::create(b, loc, x.hi, y.hi)};
-    Interval product = {
-        smin(smin(products[0], products[1]), smin(products[2], products[3])),
-        smax(smax(products[0], products[1]), smax(products[2], products[3]))};
+    Value lowest23 = smin(products[2], products[3]);
+    Value lowest = smin(smin(products[0], products[1]), lowest23);
+    Value highest23 = smax(products[2], products[3]);
+    Value highest = smax(smax(products[0], products[1]), highest23);
+    Interval product = {lowest, highest};
     requireFits(product, width);
     return product;
   }
@@ -458,10 +480,16 @@ Interval Bounder::visit(Operation &op) {
   assert(isa<arith::XOrIOp>(op) && "canBoundMaskMod admits no other op");
   // Always true when one side is always true and the other never is; may be
   // true when one may be true while the other may be false.
-  Value must =
-      either(both(isOne(x.lo), isZero(y.hi)), both(isZero(x.hi), isOne(y.lo)));
-  Value may =
-      either(both(isOne(x.hi), isZero(y.lo)), both(isZero(x.lo), isOne(y.hi)));
+  // One op-building operand per call, so that the IR's order does not
+  // depend on the order in which the compiler evaluates arguments.
+  Value yMust = isOne(y.lo);
+  Value yMustXNever = both(isZero(x.hi), yMust);
+  Value yNever = isZero(y.hi);
+  Value must = either(both(isOne(x.lo), yNever), yMustXNever);
+  Value yMay = isOne(y.hi);
+  Value yMayXMayNot = both(isZero(x.lo), yMay);
+  Value yMayNot = isZero(y.lo);
+  Value may = either(both(isOne(x.hi), yMayNot), yMayXMayNot);
   return truth(must, may);
 }
 
