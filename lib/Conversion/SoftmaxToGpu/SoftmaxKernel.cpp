@@ -49,19 +49,19 @@ Value SoftmaxKernel::finiteMax(Value m) {
 /// exp(x - m) for the elements, with m from finiteMax: three instructions
 /// (ex2 of -inf is 0).
 Value SoftmaxKernel::expFrom(Value x, Value m) {
+  Value log2e = f32(kLog2E);
   return math::Exp2Op::create(
       b, loc,
-      arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, x, m),
-                            f32(kLog2E)));
+      arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, x, m), log2e));
 }
 
 /// (max, sum) merged with another (max, sum).
 std::pair<Value, Value> SoftmaxKernel::merge(Value m, Value l, Value m2,
                                              Value l2) {
   Value newMax = arith::MaximumFOp::create(b, loc, m, m2);
+  Value other = arith::MulFOp::create(b, loc, l2, expMinus(m2, newMax));
   Value sum = arith::AddFOp::create(
-      b, loc, arith::MulFOp::create(b, loc, l, expMinus(m, newMax)),
-      arith::MulFOp::create(b, loc, l2, expMinus(m2, newMax)));
+      b, loc, arith::MulFOp::create(b, loc, l, expMinus(m, newMax)), other);
   return {newMax, sum};
 }
 
@@ -101,8 +101,9 @@ Value SoftmaxKernel::phase(Value buffer, int64_t modulus) {
   Type element = cast<MemRefType>(buffer.getType()).getElementType();
   Value address = memref::ExtractAlignedPointerAsIndexOp::create(
       b, loc, b.getIndexType(), buffer);
+  Value modulusValue = c(modulus ? modulus : width);
   return rem(div(address, c(element.getIntOrFloatBitWidth() / 8)),
-             c(modulus ? modulus : width));
+             modulusValue);
 }
 
 /// The block's (row, split) and the flat ranges they cover: a row's
@@ -162,8 +163,8 @@ Value SoftmaxKernel::touches(Value p) {
 }
 
 Value SoftmaxKernel::insideRow(Value p) {
-  return both(cmp(arith::CmpIPredicate::sge, p, rowStart),
-              cmp(arith::CmpIPredicate::slt, p, rowEnd));
+  Value beforeEnd = cmp(arith::CmpIPredicate::slt, p, rowEnd);
+  return both(cmp(arith::CmpIPredicate::sge, p, rowStart), beforeEnd);
 }
 
 Value SoftmaxKernel::widen(Value x) {
@@ -256,21 +257,25 @@ std::pair<Value, Value> SoftmaxKernel::blockReduce(Value m, Value l) {
   Value warpMax, warpSum;
   std::tie(warpMax, warpSum) = warpMerge(m, l);
   Value warp = div(tid, c(32));
-  onlyIf(cmp(arith::CmpIPredicate::eq, rem(tid, c(32)), c(0)), [&] {
+  Value zero = c(0);
+  onlyIf(cmp(arith::CmpIPredicate::eq, rem(tid, c(32)), zero), [&] {
     memref::StoreOp::create(b, loc, warpMax, scratch, mul(warp, c(2)));
+    Value one = c(1);
     memref::StoreOp::create(b, loc, warpSum, scratch,
-                            add(mul(warp, c(2)), c(1)));
+                            add(mul(warp, c(2)), one));
   });
   gpu::BarrierOp::create(b, loc);
-  auto warps = scf::ForOp::create(b, loc, c(0), div(threads, c(32)), c(1),
-                                  ValueRange{f32(kNegInf), f32(0)});
+  SmallVector<Value> empty = {f32(kNegInf), f32(0)};
+  Value step = c(1);
+  Value warpCount = div(threads, c(32));
+  auto warps = scf::ForOp::create(b, loc, c(0), warpCount, step, empty);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(warps.getBody());
   Value at = mul(warps.getInductionVar(), c(2));
+  Value otherSum = memref::LoadOp::create(b, loc, scratch, add(at, c(1)));
   auto [rowMax, rowSum] =
       merge(warps.getRegionIterArgs()[0], warps.getRegionIterArgs()[1],
-            memref::LoadOp::create(b, loc, scratch, at),
-            memref::LoadOp::create(b, loc, scratch, add(at, c(1))));
+            memref::LoadOp::create(b, loc, scratch, at), otherSum);
   scf::YieldOp::create(b, loc, ValueRange{rowMax, rowSum});
   return {warps.getResult(0), warps.getResult(1)};
 }
@@ -303,8 +308,8 @@ std::array<Value, 3> SoftmaxKernel::mergeSplits(Value m, Value l) {
   onlyIf(isThreadZero(), [&] {
     Value slot = partialWord(split);
     storeWord(slot, arith::BitcastOp::create(b, loc, b.getI32Type(), m));
-    storeWord(add(slot, c(1)),
-              arith::BitcastOp::create(b, loc, b.getI32Type(), l));
+    Value sumBits = arith::BitcastOp::create(b, loc, b.getI32Type(), l);
+    storeWord(add(slot, c(1)), sumBits);
     // The partial is visible to whoever sees the arrival count.
     nvvm::releaseIncrement(b, loc, workspace, arrived);
     nvvm::waitForCount(b, loc, workspace, arrived, expected, kMostPolls);
@@ -316,8 +321,10 @@ std::array<Value, 3> SoftmaxKernel::mergeSplits(Value m, Value l) {
   // j + 32, ..., then shuffles), so no block-wide reduction, with its
   // barriers, follows (docs/Performance.md). Every warp gets the same bits
   // (same partials per lane, same order).
-  auto gather = scf::ForOp::create(b, loc, rem(tid, c(32)), splits, c(32),
-                                   ValueRange{f32(kNegInf), f32(0)});
+  SmallVector<Value> empty = {f32(kNegInf), f32(0)};
+  Value step = c(32);
+  auto gather =
+      scf::ForOp::create(b, loc, rem(tid, c(32)), splits, step, empty);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(gather.getBody());
@@ -326,9 +333,10 @@ std::array<Value, 3> SoftmaxKernel::mergeSplits(Value m, Value l) {
       return arith::BitcastOp::create(
           b, loc, b.getF32Type(), memref::LoadOp::create(b, loc, workspace, w));
     };
+    Value otherSum = word(add(slot, c(1)));
     auto [mm, ll] =
         merge(gather.getRegionIterArgs()[0], gather.getRegionIterArgs()[1],
-              word(slot), word(add(slot, c(1))));
+              word(slot), otherSum);
     scf::YieldOp::create(b, loc, ValueRange{mm, ll});
   }
   auto [rowMax, rowSum] = warpMerge(gather.getResult(0), gather.getResult(1));
@@ -363,8 +371,9 @@ void SoftmaxKernel::leave(Value left) {
            storeWord(arrivedWord(), zero);
            storeWord(departedWord(), zero);
            Value first = partialWord(c(0));
-           auto clear = scf::ForOp::create(b, loc, first,
-                                           add(first, mul(splits, c(2))), c(1));
+           Value step = c(1);
+           auto clear = scf::ForOp::create(
+               b, loc, first, add(first, mul(splits, c(2))), step);
            OpBuilder::InsertionGuard guard(b);
            b.setInsertionPoint(clear.getBody()->getTerminator());
            storeWord(clear.getInductionVar(), zero);
@@ -384,8 +393,9 @@ std::array<Value, 3> SoftmaxKernel::rowStatistics(Value m, Value l) {
 Value SoftmaxKernel::inverse(Value sum) {
   Value positive =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, sum, f32(0));
+  Value zero = f32(0);
   return arith::SelectOp::create(
-      b, loc, positive, arith::DivFOp::create(b, loc, f32(1), sum), f32(0));
+      b, loc, positive, arith::DivFOp::create(b, loc, f32(1), sum), zero);
 }
 
 /// exp(x - rowMax) * scale, with rowMax from finiteMax.
@@ -409,7 +419,8 @@ SmallVector<Value> SoftmaxKernel::forEachStaged(Vectors kind, ValueRange init,
   if (kind == Vectors::Checked) {
     // A loop, as in copyTile (only the writes need the checked form).
     OpBuilder::InsertionGuard guard(b);
-    auto loop = scf::ForOp::create(b, loc, c(0), used, c(1), init);
+    Value step = c(1);
+    auto loop = scf::ForOp::create(b, loc, c(0), used, step, init);
     if (init.empty())
       b.setInsertionPoint(loop.getBody()->getTerminator());
     else
@@ -460,10 +471,11 @@ Value SoftmaxKernel::warpVectorsWhole() {
   // used ones bound them.
   Value first = position(sliceStart, 0);
   Value last = position(sliceStart, sub(used, c(1)));
+  Value endsInRow =
+      cmp(arith::CmpIPredicate::sle, add(last, c(width)), rowEnd);
   Value whole =
       both(vectorOut,
-           both(cmp(arith::CmpIPredicate::sge, first, rowStart),
-                cmp(arith::CmpIPredicate::sle, add(last, c(width)), rowEnd)));
+           both(cmp(arith::CmpIPredicate::sge, first, rowStart), endsInRow));
   Value everyLane = arith::ConstantIntOp::create(b, loc, -1, 32);
   return NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), everyLane, whole,
                                   NVVM::VoteSyncKind::all);
@@ -561,15 +573,17 @@ void SoftmaxKernel::buildResident() {
 /// A slice of several tiles: an online (max, sum) sweep, then a second
 /// sweep that reads the slice again and writes it.
 void SoftmaxKernel::buildTwoSweeps() {
-  auto sweep = scf::ForOp::create(b, loc, c(0), sliceTiles, c(1),
-                                  ValueRange{f32(kNegInf), f32(0)});
+  SmallVector<Value> empty = {f32(kNegInf), f32(0)};
+  Value step = c(1);
+  auto sweep = scf::ForOp::create(b, loc, c(0), sliceTiles, step, empty);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(sweep.getBody());
     // Vector by vector through the slice: vector j of tile s is at
     // sliceStart + ((s * used + j) * threads + tid) * width.
     Value first = mul(sweep.getInductionVar(), used);
-    auto inner = scf::ForOp::create(b, loc, first, add(first, used), c(1),
+    Value innerStep = c(1);
+    auto inner = scf::ForOp::create(b, loc, first, add(first, used), innerStep,
                                     sweep.getRegionIterArgs());
     b.setInsertionPointToStart(inner.getBody());
     Value m = inner.getRegionIterArgs()[0], l = inner.getRegionIterArgs()[1];
@@ -589,7 +603,9 @@ void SoftmaxKernel::buildTwoSweeps() {
       rowStatistics(sweep.getResult(0), sweep.getResult(1));
   Value scale = inverse(rowSum);
   rowMax = finiteMax(rowMax);
-  auto write = scf::ForOp::create(b, loc, c(0), mul(sliceTiles, used), c(1));
+  Value writeStep = c(1);
+  Value writeEnd = mul(sliceTiles, used);
+  auto write = scf::ForOp::create(b, loc, c(0), writeEnd, writeStep);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(write.getBody()->getTerminator());

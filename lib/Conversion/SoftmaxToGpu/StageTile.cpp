@@ -88,9 +88,11 @@ void SoftmaxKernel::stageNegInf(Value at) {
 void SoftmaxKernel::copyVector(Value at, Value p) {
   auto cacheGlobal = NVVM::LoadCacheModifierKindAttr::get(
       b.getContext(), NVVM::LoadCacheModifierKind::CG);
+  // One op-building operand per call: the IR's order must not depend on
+  // the compiler's order of evaluating arguments.
+  Value from = nvvm::elementPointer(b, loc, in, p, 1);
   NVVM::CpAsyncOp::create(b, loc, nvvm::elementPointer(b, loc, stage, at, 3),
-                          nvvm::elementPointer(b, loc, in, p, 1),
-                          b.getI32IntegerAttr(16), cacheGlobal,
+                          from, b.getI32IntegerAttr(16), cacheGlobal,
                           /*cpSize=*/Value());
 }
 
@@ -102,7 +104,8 @@ void SoftmaxKernel::copyVector(Value at, Value p) {
 /// instruction cache by the block that the rest of its row waits for.
 void SoftmaxKernel::stageChecked(Value tileStart, bool copyWhole) {
   OpBuilder::InsertionGuard guard(b);
-  auto loop = scf::ForOp::create(b, loc, c(0), used, c(1));
+  Value step = c(1);
+  auto loop = scf::ForOp::create(b, loc, c(0), used, step);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   Value at = position(c(0), loop.getInductionVar());
   Value p = add(tileStart, at);
@@ -162,18 +165,21 @@ void SoftmaxKernel::loadStraddlingVectors(Value tileStart) {
   };
   for (Value q : {rowStart, sub(rowEnd, c(1))}) {
     Value offset = sub(q, tileStart);
-    Value inTileRange = both(cmp(arith::CmpIPredicate::sge, offset, c(0)),
-                             cmp(arith::CmpIPredicate::slt, offset, tile()));
+    Value beforeEnd = cmp(arith::CmpIPredicate::slt, offset, tile());
+    Value inTileRange =
+        both(cmp(arith::CmpIPredicate::sge, offset, c(0)), beforeEnd);
     // 32-bit arithmetic: offsets within a tile are small.
-    Value vector = arith::DivUIOp::create(
-        b, loc, i32(offset), arith::ConstantIntOp::create(b, loc, width, 32));
+    Value vectorWidth = arith::ConstantIntOp::create(b, loc, width, 32);
+    Value vector = arith::DivUIOp::create(b, loc, i32(offset), vectorWidth);
+    Value thread = i32(tid);
     Value owner = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::eq,
-        arith::RemUIOp::create(b, loc, vector, i32(threads)), i32(tid));
+        arith::RemUIOp::create(b, loc, vector, i32(threads)), thread);
     onlyIf(both(both(vectorIn, inTileRange), owner), [&] {
+      Value widthValue = c(width);
       Value at =
           mul(arith::IndexCastOp::create(b, loc, b.getIndexType(), vector),
-              c(width));
+              widthValue);
       Value p = add(tileStart, at);
       onlyIf(negate(whole(p)), [&] {
         SmallVector<Value> xs;
