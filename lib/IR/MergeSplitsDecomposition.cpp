@@ -47,10 +47,14 @@ MergeSplitsOp::decomposeOperation(OpBuilder &rewriter) {
   SmallVector<IteratorType> rowReduction = {
       IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
       IteratorType::reduction};
+  // Ops built one per statement: C++ leaves the order of argument
+  // evaluation open, and the IR must not depend on the compiler.
+  Value maxInit = filled(rowSizes, kNegInf);
+  Type rowType = filled(rowSizes, 0.0).getType();
   Value max =
       linalg::GenericOp::create(
-          rewriter, loc, TypeRange{filled(rowSizes, 0.0).getType()},
-          ValueRange{partialLse}, ValueRange{filled(rowSizes, kNegInf)},
+          rewriter, loc, TypeRange{rowType}, ValueRange{partialLse},
+          ValueRange{maxInit},
           ArrayRef<AffineMap>{rowSplit, row}, rowReduction,
           [](OpBuilder &b, Location l, ValueRange args) {
             linalg::YieldOp::create(
@@ -81,9 +85,9 @@ MergeSplitsOp::decomposeOperation(OpBuilder &rewriter) {
                   ArrayRef<AffineMap>{rowIdentity, rowIdentity, rowIdentity},
                   SmallVector<IteratorType>(3, IteratorType::parallel),
                   [](OpBuilder &b, Location l, ValueRange args) {
+                    Value ln2 = f32Constant(b, l, kLn2);
                     Value ln = arith::MulFOp::create(
-                        b, l, math::Log2Op::create(b, l, args[1]),
-                        f32Constant(b, l, kLn2));
+                        b, l, math::Log2Op::create(b, l, args[1]), ln2);
                     Value finite = arith::AddFOp::create(b, l, args[0], ln);
                     Value empty =
                         arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,

@@ -57,8 +57,10 @@ OnlineSoftmaxOp::decomposeOperation(OpBuilder &rewriter) {
         .getResult();
   };
   auto filledRow = [&](double value) {
+    // One op-building operand per call, for a compiler-independent order.
+    Value empty = emptyRow();
     return linalg::FillOp::create(rewriter, loc,
-                                  f32Constant(rewriter, loc, value), emptyRow())
+                                  f32Constant(rewriter, loc, value), empty)
         .getResult(0);
   };
   AffineMap rowIdentity = rewriter.getMultiDimIdentityMap(rank - 1);

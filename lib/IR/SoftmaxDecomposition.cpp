@@ -149,8 +149,11 @@ struct SoftmaxLowering {
       Value j0 = write.getInductionVar();
       Value len = chunkLength(j0);
       Value out = write.getRegionIterArgs()[0];
+      // One op-building operand per call, for a compiler-independent
+      // order.
+      Value outChunk = chunk(out, j0, len);
       Value piece = normalize(chunk(x, j0, len), stats.getResult(0),
-                              stats.getResult(1), chunk(out, j0, len));
+                              stats.getResult(1), outChunk);
       SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
           sizes = tensor::getMixedSizes(b, loc, piece),
           strides(rank, b.getIndexAttr(1));

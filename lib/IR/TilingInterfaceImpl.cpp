@@ -61,9 +61,10 @@ static OpFoldResult divide(OpBuilder &b, Location loc, OpFoldResult x,
     return b.getIndexAttr(*cx / *cy);
   if (cy == 1)
     return x;
-  return arith::DivUIOp::create(b, loc,
-                                getValueOrCreateConstantIndexOp(b, loc, x),
-                                getValueOrCreateConstantIndexOp(b, loc, y))
+  // One op-building operand per call, for a compiler-independent order.
+  Value divisor = getValueOrCreateConstantIndexOp(b, loc, y);
+  return arith::DivUIOp::create(
+             b, loc, getValueOrCreateConstantIndexOp(b, loc, x), divisor)
       .getResult();
 }
 

@@ -127,11 +127,12 @@ Value FlashBuilder::scores(Value q, Value k, Value kvStart, const Position &pos,
   MLIRContext *ctx = builder.getContext();
   Value m = tensor::DimOp::create(builder, loc, q, 0);
   Value n = tensor::DimOp::create(builder, loc, k, 0);
-  Value zeros = linalg::FillOp::create(
-                    builder, loc, f32Constant(builder, loc, 0.0),
-                    tensor::EmptyOp::create(builder, loc,
-                                            ArrayRef<OpFoldResult>{m, n}, f32)
-                        .getResult())
+  // Ops built one per statement here: C++ leaves the order of argument
+  // evaluation open, and the IR must not depend on the compiler.
+  Value empty =
+      tensor::EmptyOp::create(builder, loc, ArrayRef<OpFoldResult>{m, n}, f32);
+  Value zeros = linalg::FillOp::create(builder, loc,
+                                       f32Constant(builder, loc, 0.0), empty)
                     .getResult(0);
 
   // S[i, j] = sum_d Q[i, d] * K[j, d], accumulated in f32.
@@ -146,8 +147,9 @@ Value FlashBuilder::scores(Value q, Value k, Value kvStart, const Position &pos,
           {IteratorType::parallel, IteratorType::parallel,
            IteratorType::reduction},
           [&](OpBuilder &nb, Location l, ValueRange args) {
-            Value prod = arith::MulFOp::create(nb, l, toF32(nb, l, args[0]),
-                                               toF32(nb, l, args[1]));
+            Value kv = toF32(nb, l, args[1]);
+            Value prod =
+                arith::MulFOp::create(nb, l, toF32(nb, l, args[0]), kv);
             linalg::YieldOp::create(
                 nb, l, arith::AddFOp::create(nb, l, args[2], prod).getResult());
           })
@@ -269,8 +271,9 @@ SmallVector<Value> FlashBuilder::listLoop(Value counts, Value indices,
                                           bool applyMask) {
   // A block mask of batch (head) extent 1 serves every batch (head).
   auto broadcast = [&](Value tensor, int64_t d, Value position) -> Value {
+    Value one = index(1);
     Value isOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        dim(tensor, d), index(1));
+                                        dim(tensor, d), one);
     return arith::SelectOp::create(b, loc, isOne, index(0), position);
   };
   Value bm = broadcast(counts, 0, pos.b), hm = broadcast(counts, 1, pos.h);
@@ -286,12 +289,14 @@ SmallVector<Value> FlashBuilder::listLoop(Value counts, Value indices,
   Value inLists = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, qb,
                                         dim(counts, 2));
   Value safeQb = arith::SelectOp::create(b, loc, inLists, qb, index(0));
+  Value rowLength = dim(indices, 3);
   Value count = arith::MinSIOp::create(b, loc, read(counts, {bm, hm, safeQb}),
-                                       dim(indices, 3));
+                                       rowLength);
+  Value none = index(0);
   count = arith::SelectOp::create(
-      b, loc, inLists, arith::MaxSIOp::create(b, loc, count, index(0)),
-      index(0));
-  auto loop = scf::ForOp::create(b, loc, index(0), count, index(1), init);
+      b, loc, inLists, arith::MaxSIOp::create(b, loc, count, index(0)), none);
+  Value step = index(1);
+  auto loop = scf::ForOp::create(b, loc, index(0), count, step, init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value block = read(indices, {bm, hm, safeQb, loop.getInductionVar()});
@@ -401,9 +406,10 @@ SmallVector<Value> FlashBuilder::build() {
 
   Value batches = dim(op.getQuery(), 0), heads = dim(op.getQuery(), 1);
   // max(Hkv, 1): no kernel divides by zero, even for empty shapes.
+  Value atLeastOne = index(1);
   Value group = arith::DivUIOp::create(
       b, loc, heads,
-      arith::MaxUIOp::create(b, loc, dim(op.getKey(), 1), index(1)));
+      arith::MaxUIOp::create(b, loc, dim(op.getKey(), 1), atLeastOne));
   Value n = dim(op.getKey(), 2);
   Value zero = index(0), one = index(1);
   int64_t dv = op.getValueHeadDim();

@@ -46,11 +46,13 @@ SmallVector<KvSegment> KvBlockSchedule::segments(OpBuilder &b, Location loc,
   // The block [j, j + kvTile) is below the diagonal for every row when
   // offKV + j + kvTile - 1 <= offQ: the first
   // floor((offQ - offKV + 1) / kvTile) blocks need no mask.
+  // One op-building operand per call, for a compiler-independent order.
+  Value oneMore = index(1);
   Value firstVisible = arith::AddIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, offQ, offKV), index(1));
+      b, loc, arith::SubIOp::create(b, loc, offQ, offKV), oneMore);
+  Value tile = index(kvTile);
   Value fullBlocks = arith::DivSIOp::create(
-      b, loc, arith::MaxSIOp::create(b, loc, zero, firstVisible),
-      index(kvTile));
+      b, loc, arith::MaxSIOp::create(b, loc, zero, firstVisible), tile);
   Value fullEnd = arith::MinSIOp::create(
       b, loc, kvEnd, arith::MulIOp::create(b, loc, fullBlocks, index(kvTile)));
   return {{zero, fullEnd, /*applyCausal=*/false},

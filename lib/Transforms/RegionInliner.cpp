@@ -321,23 +321,27 @@ void RegionInliner::guardedDivision(OpBuilder &builder, Operation *division,
   Value bad = byZero;
   if (isSignedDivision(division)) {
     // INT_MIN / -1 overflows (and traps on x86).
+    // One op-building operand per call, for a compiler-independent order.
+    Value byMinusOne =
+        arith::CmpIOp::create(builder, l, arith::CmpIPredicate::eq, rhs,
+                              constant(APInt::getAllOnes(width)));
     Value overflow = arith::AndIOp::create(
         builder, l,
         arith::CmpIOp::create(builder, l, arith::CmpIPredicate::eq, lhs,
                               constant(APInt::getSignedMinValue(width))),
-        arith::CmpIOp::create(builder, l, arith::CmpIPredicate::eq, rhs,
-                              constant(APInt::getAllOnes(width))));
+        byMinusOne);
     bad = arith::OrIOp::create(builder, l, byZero, overflow);
   }
   scf::IfOp::create(builder, l, bad, [&](OpBuilder &nb, Location nl) {
+    Value overflowKind = arith::ConstantIntOp::create(
+        nb, nl, nb.getI64Type(),
+        static_cast<int64_t>(RegionError::DivisionOverflow));
     Value kind = arith::SelectOp::create(
         nb, nl, byZero,
         arith::ConstantIntOp::create(
             nb, nl, nb.getI64Type(),
             static_cast<int64_t>(RegionError::DivisionByZero)),
-        arith::ConstantIntOp::create(
-            nb, nl, nb.getI64Type(),
-            static_cast<int64_t>(RegionError::DivisionOverflow)));
+        overflowKind);
     Value none = arith::ConstantIntOp::create(nb, nl, nb.getI64Type(), -1);
     report(nb, nl, kind, region, none, none, lhs, rhs);
     scf::YieldOp::create(nb, nl);
