@@ -204,8 +204,6 @@ std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
     Value kv =
         spread(kv0, kvLimit, arith::RemUIOp::create(b, loc, lane, c(8)), 8 - 1);
     Value kept = regions.maskMod(b, loc, bi, hi, q, kv);
-    // Operands built one statement each: their IR order is then the
-    // same whichever compiler builds attn.
     Value anyDropped = warpAny(arith::XOrIOp::create(b, loc, kept, yes));
     Value anyKept = warpAny(kept);
     Value probedPartial = both(anyKept, anyDropped);

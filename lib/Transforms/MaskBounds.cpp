@@ -101,6 +101,9 @@ public:
 private:
   using P = arith::CmpIPredicate;
 
+  // Operands that build ops are built one per statement below: C++ leaves
+  // the order of argument evaluation open, and the IR must not depend on
+  // the compiler.
   Value c(int64_t v) { return arith::ConstantIntOp::create(b, loc, i64, v); }
   Value cmp(P p, Value x, Value y) {
     return arith::CmpIOp::create(b, loc, p, x, y);
@@ -480,8 +483,6 @@ Interval Bounder::visit(Operation &op) {
   assert(isa<arith::XOrIOp>(op) && "canBoundMaskMod admits no other op");
   // Always true when one side is always true and the other never is; may be
   // true when one may be true while the other may be false.
-  // One op-building operand per call, so that the IR's order does not
-  // depend on the order in which the compiler evaluates arguments.
   Value yMust = isOne(y.lo);
   Value yMustXNever = both(isZero(x.hi), yMust);
   Value yNever = isZero(y.hi);
