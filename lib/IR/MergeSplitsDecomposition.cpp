@@ -54,8 +54,7 @@ MergeSplitsOp::decomposeOperation(OpBuilder &rewriter) {
   Value max =
       linalg::GenericOp::create(
           rewriter, loc, TypeRange{rowType}, ValueRange{partialLse},
-          ValueRange{maxInit},
-          ArrayRef<AffineMap>{rowSplit, row}, rowReduction,
+          ValueRange{maxInit}, ArrayRef<AffineMap>{rowSplit, row}, rowReduction,
           [](OpBuilder &b, Location l, ValueRange args) {
             linalg::YieldOp::create(
                 b, l, Value(arith::MaximumFOp::create(b, l, args[0], args[1])));

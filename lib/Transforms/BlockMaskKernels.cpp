@@ -78,11 +78,11 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
     OpBuilder::InsertionGuard branch(b);
     b.setInsertionPointToStart(valid.thenBlock());
     Value wordIndex = add(bitsAt, word);
-    scf::YieldOp::create(b, loc,
-                         memref::AtomicRMWOp::create(
-                             b, loc, arith::AtomicRMWKind::addi, i32Const(0),
-                             scratch, ValueRange{wordIndex})
-                             .getResult());
+    scf::YieldOp::create(
+        b, loc,
+        memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addi,
+                                    i32Const(0), scratch, ValueRange{wordIndex})
+            .getResult());
     b.setInsertionPointToStart(valid.elseBlock());
     scf::YieldOp::create(b, loc, i32Const(0));
     return valid.getResult(0);
@@ -91,8 +91,7 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
   // chunks waits for one round trip.
   SmallVector<Value> chunkInits = {zero, zero, readWord(lane),
                                    readWord(add(lane, c(32)))};
-  auto chunkLoop =
-      scf::ForOp::create(b, loc, zero, length, c(32), chunkInits);
+  auto chunkLoop = scf::ForOp::create(b, loc, zero, length, c(32), chunkInits);
   {
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(chunkLoop.getBody());
@@ -136,8 +135,8 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
                                    length, tailStep);
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(tail.getBody());
-    Value index = add(at.indices[list],
-                      add(mul(lineAt, length), tail.getInductionVar()));
+    Value index =
+        add(at.indices[list], add(mul(lineAt, length), tail.getInductionVar()));
     memref::StoreOp::create(b, loc, i32Const(0), scratch, ValueRange{index});
   }
   auto first = scf::IfOp::create(
@@ -244,10 +243,11 @@ std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
     Value colsValue = c(cols);
     Value kvStart = add(
         kv0, mul(arith::RemUIOp::create(b, loc, box, c(kvParts)), colsValue));
-    Value kvEnd = arith::MinUIOp::create(b, loc, add(kvStart, c(cols)), kvLimit);
+    Value kvEnd =
+        arith::MinUIOp::create(b, loc, add(kvStart, c(cols)), kvLimit);
     Value qEnd = arith::MinUIOp::create(b, loc, add(qStart, c(rows)), qLimit);
-    auto [boxKeep, boxDrop] = decideBox(bi, hi, qStart, qEnd, rows, kvStart,
-                                        kvEnd, cols, &shared);
+    auto [boxKeep, boxDrop] =
+        decideBox(bi, hi, qStart, qEnd, rows, kvStart, kvEnd, cols, &shared);
     keep = keep ? either(keep, boxKeep) : boxKeep;
     drop = drop ? either(drop, boxDrop) : boxDrop;
     if (first + 32 >= kBoxesPerBlock)

@@ -290,8 +290,8 @@ SmallVector<Value> FlashBuilder::listLoop(Value counts, Value indices,
                                         dim(counts, 2));
   Value safeQb = arith::SelectOp::create(b, loc, inLists, qb, index(0));
   Value rowLength = dim(indices, 3);
-  Value count = arith::MinSIOp::create(b, loc, read(counts, {bm, hm, safeQb}),
-                                       rowLength);
+  Value count =
+      arith::MinSIOp::create(b, loc, read(counts, {bm, hm, safeQb}), rowLength);
   Value none = index(0);
   count = arith::SelectOp::create(
       b, loc, inLists, arith::MaxSIOp::create(b, loc, count, index(0)), none);

@@ -73,8 +73,8 @@ std::pair<Value, Value> ListBuilder::scanBox(Value bi, Value hi, Value qStart,
     // order does not depend on the compiler's order of evaluating them.
     Value rowStep = c(1);
     Value rowEnd = c(rows);
-    auto rowLoop = scf::ForOp::create(b, loc, c(0), rowEnd, rowStep,
-                                      ValueRange{no, no});
+    auto rowLoop =
+        scf::ForOp::create(b, loc, c(0), rowEnd, rowStep, ValueRange{no, no});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(rowLoop.getBody());

@@ -52,7 +52,8 @@ Value SoftmaxKernel::expFrom(Value x, Value m) {
   Value log2e = f32(kLog2E);
   return math::Exp2Op::create(
       b, loc,
-      arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, x, m), log2e));
+      arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, x, m),
+                            log2e));
 }
 
 /// (max, sum) merged with another (max, sum).
@@ -334,9 +335,8 @@ std::array<Value, 3> SoftmaxKernel::mergeSplits(Value m, Value l) {
           b, loc, b.getF32Type(), memref::LoadOp::create(b, loc, workspace, w));
     };
     Value otherSum = word(add(slot, c(1)));
-    auto [mm, ll] =
-        merge(gather.getRegionIterArgs()[0], gather.getRegionIterArgs()[1],
-              word(slot), otherSum);
+    auto [mm, ll] = merge(gather.getRegionIterArgs()[0],
+                          gather.getRegionIterArgs()[1], word(slot), otherSum);
     scf::YieldOp::create(b, loc, ValueRange{mm, ll});
   }
   auto [rowMax, rowSum] = warpMerge(gather.getResult(0), gather.getResult(1));
@@ -372,8 +372,8 @@ void SoftmaxKernel::leave(Value left) {
            storeWord(departedWord(), zero);
            Value first = partialWord(c(0));
            Value step = c(1);
-           auto clear = scf::ForOp::create(
-               b, loc, first, add(first, mul(splits, c(2))), step);
+           auto clear = scf::ForOp::create(b, loc, first,
+                                           add(first, mul(splits, c(2))), step);
            OpBuilder::InsertionGuard guard(b);
            b.setInsertionPoint(clear.getBody()->getTerminator());
            storeWord(clear.getInductionVar(), zero);
@@ -471,8 +471,7 @@ Value SoftmaxKernel::warpVectorsWhole() {
   // used ones bound them.
   Value first = position(sliceStart, 0);
   Value last = position(sliceStart, sub(used, c(1)));
-  Value endsInRow =
-      cmp(arith::CmpIPredicate::sle, add(last, c(width)), rowEnd);
+  Value endsInRow = cmp(arith::CmpIPredicate::sle, add(last, c(width)), rowEnd);
   Value whole =
       both(vectorOut,
            both(cmp(arith::CmpIPredicate::sge, first, rowStart), endsInRow));
