@@ -28,6 +28,10 @@ using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::block_masks;
 
+// Operands that build ops are built one per statement in this file: C++
+// leaves the order of argument evaluation open, and the IR must not depend
+// on the compiler.
+
 namespace {
 
 /// Rows of a block each scan lane evaluates at once: their captured reads
@@ -57,8 +61,6 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
   Value length = lineLength(side);
   Value allLanes = i32Const(-1);
   // Bits of the lanes below this one.
-  // One op-building operand per call in this file, so that the IR's order
-  // does not depend on the compiler's order of evaluating arguments.
   Value belowOne = i32Const(1);
   Value laneBits = asI32(lane);
   Value below = arith::SubIOp::create(

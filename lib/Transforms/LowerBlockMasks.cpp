@@ -30,6 +30,10 @@ using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::block_masks;
 
+// Operands that build ops are built one per statement in this file: C++
+// leaves the order of argument evaluation open, and the IR must not depend
+// on the compiler.
+
 namespace {
 
 /// Box rows up to this many positions are unrolled.
@@ -69,8 +73,6 @@ std::pair<Value, Value> ListBuilder::scanBox(Value bi, Value hi, Value qStart,
   // only positions inside the problem) and do not count; the other boxes
   // skip that arithmetic.
   auto scanRows = [&](bool atEdge) -> scf::ForOp {
-    // One op-building operand per call here and below, so that the IR's
-    // order does not depend on the compiler's order of evaluating them.
     Value rowStep = c(1);
     Value rowEnd = c(rows);
     auto rowLoop =
