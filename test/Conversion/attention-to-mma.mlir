@@ -165,15 +165,22 @@ func.func @regions_f16(%q: tensor<1x4x?x128xf16>, %k: tensor<1x4x?x128xf16>,
 
 // A mask_mod whose values provably fit in i32 (positions are below 2^31)
 // runs in i32 on the partial blocks; one whose values may not (a position
-// minus a captured i32) keeps index arithmetic.
+// minus a captured i32) keeps index arithmetic. Either way a score takes one
+// select on its whole keep predicate, frozen so that the NVPTX backend does
+// not split it into a select per condition.
 // CHECK-LABEL: func.func @mask_in_i32
 // CHECK: gpu.launch
 // CHECK: %[[D:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
-// CHECK: arith.cmpi ult, %[[D]], %{{.*}} : i32
+// CHECK: %[[NEAR:.*]] = arith.cmpi ult, %[[D]], %{{.*}} : i32
+// CHECK: %[[KEEP:.*]] = arith.andi %{{.*}}, %[[NEAR]] : i1
+// CHECK: %[[WHOLE:.*]] = llvm.freeze %[[KEEP]] : i1
+// CHECK: arith.select %[[WHOLE]], %{{.*}}, %{{.*}} : f32
 // CHECK-LABEL: func.func @mask_in_index
 // CHECK: gpu.launch
 // CHECK: %[[START:.*]] = arith.index_cast %{{.*}} : i32 to index
 // CHECK: arith.subi %{{.*}}, %[[START]] : index
+// CHECK: %[[WHOLE:.*]] = llvm.freeze %{{.*}} : i1
+// CHECK: arith.select %[[WHOLE]], %{{.*}}, %{{.*}} : f32
 func.func @mask_in_i32(%q: tensor<1x4x?x64xf16>, %k: tensor<1x4x?x64xf16>,
                        %v: tensor<1x4x?x64xf16>, %o: tensor<1x4x?x64xf16>)
     -> tensor<1x4x?x64xf16> {

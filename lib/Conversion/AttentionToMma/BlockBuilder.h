@@ -133,6 +133,10 @@ private:
   /// score_mod alone.
   BandTile modifyScores(ArrayRef<Fragment> s, Value kv0, int64_t band,
                         bool masked);
+  /// `x` where `keep`, -inf elsewhere: one select on the whole predicate
+  /// (frozen, as the NVPTX backend otherwise splits a select on an `and`
+  /// into a chain of selects, one per condition).
+  Value maskScore(Value x, Value keep, Value negInf);
   /// What turns an mma score into a log2-domain score: the scale times
   /// log2(e) without a score_mod (log2(e) after one). Applied to the scores
   /// before the masks (scoreScale) unless it is positive and there is no

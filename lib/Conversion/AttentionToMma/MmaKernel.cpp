@@ -200,6 +200,11 @@ SmallVector<BandTile> BlockBuilder::scores(Value buffer,
   return s;
 }
 
+Value BlockBuilder::maskScore(Value x, Value keep, Value negInf) {
+  Value whole = LLVM::FreezeOp::create(b, loc, keep);
+  return arith::SelectOp::create(b, loc, whole, x, negInf);
+}
+
 BandTile BlockBuilder::modifyScores(ArrayRef<Fragment> s, Value kv0,
                                     int64_t band, bool masked) {
   BandTile out;
@@ -284,7 +289,7 @@ BandTile BlockBuilder::modifyScores(ArrayRef<Fragment> s, Value kv0,
         keep = arith::AndIOp::create(
             b, loc, keep,
             k.regions.maskModI32(b, loc, batch32, head32, q32, regionKv32));
-        x = arith::SelectOp::create(b, loc, keep, x, negInf);
+        x = maskScore(x, keep, negInf);
       } else if (masked) {
         Value keep = less(kv, n);
         if (op.getCausal()) {
@@ -296,7 +301,7 @@ BandTile BlockBuilder::modifyScores(ArrayRef<Fragment> s, Value kv0,
           Value mask = k.regions.maskMod(b, loc, batchW, headW, q, regionKv);
           keep = arith::AndIOp::create(b, loc, keep, mask);
         }
-        x = arith::SelectOp::create(b, loc, keep, x, negInf);
+        x = maskScore(x, keep, negInf);
       }
       modified.push_back(x);
     }
