@@ -266,7 +266,7 @@ std::pair<Value, Value> SoftmaxKernel::blockReduce(Value m, Value l) {
                             add(mul(warp, c(2)), one));
   });
   gpu::BarrierOp::create(b, loc);
-  SmallVector<Value> empty = {f32(kNegInf), f32(0)};
+  SmallVector<Value> empty = noStatistics();
   Value step = c(1);
   Value warpCount = div(threads, c(32));
   auto warps = scf::ForOp::create(b, loc, c(0), warpCount, step, empty);
@@ -322,7 +322,7 @@ std::array<Value, 3> SoftmaxKernel::mergeSplits(Value m, Value l) {
   // j + 32, ..., then shuffles), so no block-wide reduction, with its
   // barriers, follows (docs/Performance.md). Every warp gets the same bits
   // (same partials per lane, same order).
-  SmallVector<Value> empty = {f32(kNegInf), f32(0)};
+  SmallVector<Value> empty = noStatistics();
   Value step = c(32);
   auto gather =
       scf::ForOp::create(b, loc, rem(tid, c(32)), splits, step, empty);
@@ -572,7 +572,7 @@ void SoftmaxKernel::buildResident() {
 /// A slice of several tiles: an online (max, sum) sweep, then a second
 /// sweep that reads the slice again and writes it.
 void SoftmaxKernel::buildTwoSweeps() {
-  SmallVector<Value> empty = {f32(kNegInf), f32(0)};
+  SmallVector<Value> empty = noStatistics();
   Value step = c(1);
   auto sweep = scf::ForOp::create(b, loc, c(0), sliceTiles, step, empty);
   {

@@ -146,6 +146,8 @@ struct SoftmaxKernel : IndexBuilder {
   Value finiteMax(Value m);
   Value expFrom(Value x, Value m);
   std::pair<Value, Value> merge(Value m, Value l, Value m2, Value l2);
+  /// The (max, sum) of no elements, (-inf, 0): what a merge starts from.
+  SmallVector<Value> noStatistics() { return {f32(kNegInf), f32(0)}; }
   Value inverse(Value sum);
   SmallVector<Value> probabilities(ArrayRef<Value> xs, Value rowMax,
                                    Value scale);
