@@ -376,6 +376,60 @@ TEST(RuntimeLaunch, PacksMemrefDescriptorsAndScalars) {
   EXPECT_FALSE(launch.params(none, params, error));
 }
 
+TEST(RuntimeLaunch, TensorMapsComeFromTheEncoder) {
+  Launch launch;
+  launch.operands.resize(2);
+  launch.operands[0].kind = Operand::Kind::TensorMap;
+  launch.operands[0].arg = 0;
+  launch.operands[0].dtype = "bf16";
+  launch.operands[0].box = {1, 1, 128, 64};
+  launch.operands[1].value = read(c(7));
+  std::vector<Argument> args(1);
+  args[0].address = 0x1000;
+  args[0].shape = {2, 8, 300, 128};
+  std::vector<Param> params;
+  std::string error;
+  // Without the driver there is no map to pass.
+  EXPECT_FALSE(launch.params(args, params, error));
+  EXPECT_EQ(error, "the kernel takes a tensor map of argument 0, which needs "
+                   "the CUDA driver");
+  Environment environment;
+  TensorMapRequest seen;
+  environment.encodeTensorMap = [&](const TensorMapRequest &request,
+                                    unsigned char *map, std::string &) {
+    seen = request;
+    for (int i = 0; i < 128; ++i)
+      map[i] = static_cast<unsigned char>(i);
+    return true;
+  };
+  ASSERT_TRUE(launch.params(args, params, error, &environment)) << error;
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_EQ(params[0].kind, Param::Kind::TensorMap);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(params[0].tensorMap) % 64, 0u);
+  EXPECT_EQ(params[0].tensorMap[127], 127);
+  EXPECT_EQ(params[1].i64, 7);
+  EXPECT_EQ(seen.address, 0x1000u);
+  EXPECT_EQ(seen.dtype, "bf16");
+  EXPECT_EQ(seen.shape, args[0].shape);
+  EXPECT_EQ(seen.box, launch.operands[0].box);
+  // The encoder's refusal names the argument.
+  environment.encodeTensorMap = [](const TensorMapRequest &, unsigned char *,
+                                   std::string &why) {
+    why = "cuTensorMapEncodeTiled failed: CUDA_ERROR_INVALID_VALUE";
+    return false;
+  };
+  EXPECT_FALSE(launch.params(args, params, error, &environment));
+  EXPECT_EQ(error, "cannot make the tensor map of argument 0: "
+                   "cuTensorMapEncodeTiled failed: CUDA_ERROR_INVALID_VALUE");
+  // An empty argument's map is zeros, without the encoder (the driver
+  // encodes no empty tensor, and the kernel copies nothing from it).
+  args[0].shape = {2, 8, 0, 128};
+  ASSERT_TRUE(launch.params(args, params, error, &environment)) << error;
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_EQ(params[0].kind, Param::Kind::TensorMap);
+  EXPECT_EQ(params[0].tensorMap[127], 0);
+}
+
 TEST(RuntimeLaunch, StridesAreOverflowChecked) {
   Launch launch;
   launch.operands.resize(1);

@@ -17,6 +17,7 @@
 #include "AttnRuntime/ShapeCheck.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -101,11 +102,27 @@ struct Argument {
 
 /// One kernel parameter, as cuLaunchKernel takes it.
 struct Param {
-  enum class Kind { I64, F32, Pointer } kind = Kind::I64;
+  enum class Kind { I64, F32, Pointer, TensorMap } kind = Kind::I64;
   int64_t i64 = 0;
   float f32 = 0;
   uint64_t pointer = 0;
+  /// TensorMap: the driver's CUtensorMap, passed by value.
+  alignas(64) unsigned char tensorMap[128] = {};
 };
+
+/// What a TMA tensor map describes: a dense row-major argument (its address,
+/// dtype and shape) and the box a copy moves (one size per dim, outermost
+/// first), with 128-byte swizzled rows and zeros outside the argument.
+struct TensorMapRequest {
+  uint64_t address = 0;
+  std::string dtype;
+  std::vector<int64_t> shape, box;
+};
+
+/// Encodes `request` into `map` (128 bytes); false with `error` if the
+/// driver refuses it.
+using TensorMapEncoder = std::function<bool(
+    const TensorMapRequest &request, unsigned char *map, std::string &error)>;
 
 /// What launch expressions may use besides the arguments: the GPU's SM
 /// count, the workspace (a zeroed device buffer of `workspaceBytes` that
@@ -117,6 +134,8 @@ struct Environment {
   int64_t workspaceBytes = 0;
   uint64_t scratch = 0;
   int64_t scratchBytes = 0;
+  /// Makes the tensor maps of `tensor_map` operands (the CUDA driver's).
+  TensorMapEncoder encodeTensorMap;
 };
 
 /// Value of `expr` for `args`; false with `error` if it refers to something
@@ -141,11 +160,16 @@ struct Operand {
     /// An integer (`value`), passed as 64 bits.
     Int,
     /// An f32 constant.
-    F32
+    F32,
+    /// A TMA tensor map of an argument (`arg`) with boxes of `box`,
+    /// passed by value (128 bytes).
+    TensorMap
   } kind = Kind::Int;
-  int64_t arg = 0; // Buffer: the argument's number
-  float f32 = 0;   // F32
-  Expr value;      // Int
+  int64_t arg = 0;          // Buffer, TensorMap: the argument's number
+  float f32 = 0;            // F32
+  Expr value;               // Int
+  std::vector<int64_t> box; // TensorMap: sizes, outermost dim first
+  std::string dtype;        // TensorMap: the argument's element type
 };
 
 struct Launch {

@@ -74,6 +74,10 @@ public:
   /// Grows the scratch buffer (see attn.workspace) to at least `bytes`,
   /// not cleared: what it holds is undefined when a function starts.
   bool reserveScratch(int64_t bytes, std::string &error);
+  /// Encodes a TMA tensor map (cuTensorMapEncodeTiled) into `map`, 128
+  /// bytes: 128-byte swizzle, zeros outside the argument.
+  bool encodeTensorMap(const TensorMapRequest &request, unsigned char *map,
+                       std::string &error);
   /// Evaluates `launch` for `args` (grid, block, shared memory, workspace,
   /// parameters) and reserves its shared memory for `kernel` and its
   /// workspace and scratch buffer. A prepared launch holds their

@@ -510,3 +510,36 @@ LogicalResult WorkspaceOp::verify() {
                          << type;
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// TensorMapOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TensorMapOp::verify() {
+  auto type = cast<MemRefType>(getSource().getType());
+  if (!type.getLayout().isIdentity() || type.getMemorySpace())
+    return emitOpError() << "needs a dense row-major memref in the default "
+                            "memory space, got "
+                         << type;
+  Type element = type.getElementType();
+  if (!element.isF16() && !element.isBF16() && !element.isF32())
+    return emitOpError() << "maps f16, bf16 or f32 elements, got " << element;
+  ArrayRef<int64_t> box = getBox();
+  if (static_cast<int64_t>(box.size()) != type.getRank() || box.empty() ||
+      box.size() > 5)
+    return emitOpError() << "needs a box of one size per dim of the "
+                            "source, 1 to 5 of them; got "
+                         << box.size() << " for rank " << type.getRank();
+  for (int64_t size : box)
+    if (size < 1 || size > 256)
+      return emitOpError() << "box sizes must be 1 to 256, got " << size;
+  int64_t rowBytes = box.back() * element.getIntOrFloatBitWidth() / 8;
+  if (rowBytes != 128)
+    return emitOpError() << "the innermost box dim must be 128 bytes (the "
+                            "128-byte swizzle), got "
+                         << rowBytes;
+  if (!isa<LLVM::LLVMPointerType>(getMap().getType()) ||
+      cast<LLVM::LLVMPointerType>(getMap().getType()).getAddressSpace() != 0)
+    return emitOpError() << "yields a generic !llvm.ptr";
+  return success();
+}

@@ -143,6 +143,7 @@ void addNvvmStage(OpPassManager &pm, const NvvmStageOptions &options) {
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());
   kernels.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createTensorMapParams());
 }
 
 void addBinaryStage(OpPassManager &pm, const NvvmStageOptions &options) {

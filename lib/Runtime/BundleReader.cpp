@@ -299,9 +299,48 @@ bool readComputes(const JsonValue *json, Function &function,
   return true;
 }
 
+/// The box of a tensor_map operand of argument `arg`: one size per dim of
+/// the argument (1 to 5 dims), each 1 to 256, and 128-byte rows of f16,
+/// bf16 or f32 (the swizzle the kernels use).
+bool readBox(const JsonValue *json, const ArgumentType &arg,
+             std::vector<int64_t> &box, std::string &error) {
+  if (!isArray(json)) {
+    error = "has no \"box\" list (the sizes of a copy's box)";
+    return false;
+  }
+  for (const JsonValue &size : json->array) {
+    int64_t value = 0;
+    if (!size.integer(value) || value < 1 || value > 256) {
+      error = "has a \"box\" size that is not an integer from 1 to 256";
+      return false;
+    }
+    box.push_back(value);
+  }
+  if (box.size() != arg.shape.size() || box.empty() || box.size() > 5) {
+    error = "has a box of " + std::to_string(box.size()) +
+            " sizes for argument " + quoted(arg.name) + " of rank " +
+            std::to_string(arg.shape.size()) +
+            " (a tensor map takes 1 to 5 dims, one size each)";
+    return false;
+  }
+  if (arg.dtype != "f16" && arg.dtype != "bf16" && arg.dtype != "f32") {
+    error = "maps argument " + quoted(arg.name) + " of " + arg.dtype +
+            " (a tensor map takes f16, bf16 or f32)";
+    return false;
+  }
+  if (box.back() * arg.elementBytes != 128) {
+    error = "has a box whose rows are " +
+            std::to_string(box.back() * arg.elementBytes) +
+            " bytes (the 128-byte swizzle needs 128)";
+    return false;
+  }
+  return true;
+}
+
 /// One kernel operand: {"kind": "buffer", "arg": NAME}, {"kind":
-/// "workspace"}, {"kind": "scratch"}, {"kind": "int", "value": EXPR} or
-/// {"kind": "f32", "value": NUMBER, "inf", "-inf" or "nan"}.
+/// "tensor_map", "arg": NAME, "box": [SIZES]}, {"kind": "workspace"},
+/// {"kind": "scratch"}, {"kind": "int", "value": EXPR} or {"kind": "f32",
+/// "value": NUMBER, "inf", "-inf" or "nan"}.
 bool readOperand(const JsonValue &json, const Function &function,
                  Operand &operand, std::string &error) {
   const std::string *kind = json.getString("kind");
@@ -310,8 +349,9 @@ bool readOperand(const JsonValue &json, const Function &function,
     error = "has no \"kind\"";
     return false;
   }
-  if (*kind == "buffer") {
-    operand.kind = Operand::Kind::Buffer;
+  if (*kind == "buffer" || *kind == "tensor_map") {
+    operand.kind =
+        *kind == "buffer" ? Operand::Kind::Buffer : Operand::Kind::TensorMap;
     const std::string *name = json.getString("arg");
     operand.arg = name ? function.argIndex(*name) : -1;
     if (!name) {
@@ -327,7 +367,10 @@ bool readOperand(const JsonValue &json, const Function &function,
               (known.empty() ? "none" : known) + ")";
       return false;
     }
-    return true;
+    operand.dtype = function.args[operand.arg].dtype;
+    return operand.kind == Operand::Kind::Buffer ||
+           readBox(json.get("box"), function.args[operand.arg], operand.box,
+                   error);
   }
   if (*kind == "workspace" || *kind == "scratch") {
     operand.kind = *kind == "workspace" ? Operand::Kind::Workspace
@@ -368,7 +411,7 @@ bool readOperand(const JsonValue &json, const Function &function,
     return true;
   }
   error = "has unknown kind " + quoted(*kind) +
-          " (expected buffer, workspace, scratch, int or f32)";
+          " (expected buffer, tensor_map, workspace, scratch, int or f32)";
   return false;
 }
 

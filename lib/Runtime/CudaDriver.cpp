@@ -34,6 +34,10 @@ struct CudaDriver::Api {
   int (*cuEventSynchronize)(void *);
   int (*cuEventElapsedTime)(float *, void *, void *);
   int (*cuEventDestroy)(void *);
+  // Optional: drivers before CUDA 12 lack it.
+  int (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *,
+                                const uint64_t *, const unsigned *,
+                                const unsigned *, int, int, int, int);
 };
 
 CudaDriver::~CudaDriver() {
@@ -97,6 +101,9 @@ bool CudaDriver::open(std::string &error) {
   load(api->cuEventDestroy, "cuEventDestroy_v2");
   if (!found)
     return false;
+  api->cuTensorMapEncodeTiled =
+      reinterpret_cast<decltype(api->cuTensorMapEncodeTiled)>(
+          dlsym(library, "cuTensorMapEncodeTiled"));
 
   int device = 0, major = 0, minor = 0;
   if (!check(api->cuInit(0), "cuInit (is there a GPU?)", error) ||
@@ -208,6 +215,8 @@ bool CudaDriver::launch(void *function, const int64_t grid[3],
         p.kind == Param::Kind::F32 ? const_cast<float *>(&p.f32)
         : p.kind == Param::Kind::Pointer
             ? static_cast<void *>(const_cast<uint64_t *>(&p.pointer))
+        : p.kind == Param::Kind::TensorMap
+            ? static_cast<void *>(const_cast<unsigned char *>(p.tensorMap))
             : static_cast<void *>(const_cast<int64_t *>(&p.i64)));
   return check(
       api->cuLaunchKernel(
@@ -263,12 +272,72 @@ bool CudaDriver::reserveScratch(int64_t bytes, std::string &error) {
               error);
 }
 
+bool CudaDriver::encodeTensorMap(const TensorMapRequest &request,
+                                 unsigned char *map, std::string &error) {
+  if (!api->cuTensorMapEncodeTiled) {
+    error = "libcuda.so.1 lacks cuTensorMapEncodeTiled (TMA needs a CUDA 12 "
+            "driver or newer)";
+    return false;
+  }
+  size_t rank = request.shape.size();
+  int64_t bytes = dtypeBytes(request.dtype);
+  if (rank == 0 || rank > 5 || request.box.size() != rank || bytes == 0) {
+    error = "a tensor map takes 1 to 5 dims of f16, bf16 or f32";
+    return false;
+  }
+  if (request.address % 16) {
+    error = "the argument's address is not a multiple of 16 bytes";
+    return false;
+  }
+  // The driver counts dims innermost first, and strides in bytes for all
+  // but the innermost.
+  uint64_t dims[5], strides[4];
+  unsigned box[5], elementStrides[5];
+  int64_t stride = bytes;
+  for (size_t i = 0; i < rank; ++i) {
+    size_t dim = rank - 1 - i;
+    if (i > 0) {
+      if (stride % 16) {
+        error = "dim " + std::to_string(dim + 1) + " steps by " +
+                std::to_string(stride) +
+                " bytes, which is not a multiple of 16";
+        return false;
+      }
+      strides[i - 1] = stride;
+    }
+    if (__builtin_mul_overflow(stride, request.shape[dim], &stride)) {
+      error = "the argument's size overflows int64";
+      return false;
+    }
+    dims[i] = request.shape[dim];
+    box[i] = request.box[dim];
+    elementStrides[i] = 1;
+  }
+  // CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6, _FLOAT32 = 7, _BFLOAT16 = 9;
+  // INTERLEAVE_NONE = 0, SWIZZLE_128B = 3, L2_PROMOTION_L2_256B = 3,
+  // FLOAT_OOB_FILL_NONE = 0 (zeros).
+  int type = request.dtype == "f16" ? 6 : request.dtype == "bf16" ? 9 : 7;
+  alignas(64) unsigned char encoded[128];
+  if (!check(api->cuTensorMapEncodeTiled(
+                 encoded, type, static_cast<unsigned>(rank),
+                 reinterpret_cast<void *>(request.address), dims, strides, box,
+                 elementStrides, 0, 3, 3, 0),
+             "cuTensorMapEncodeTiled", error))
+    return false;
+  std::copy(encoded, encoded + 128, map);
+  return true;
+}
+
 bool CudaDriver::prepare(const Launch &launch, void *kernel,
                          const std::vector<Argument> &args,
                          PreparedLaunch &prepared, std::string &error) {
   prepared.kernel = kernel;
   Environment environment;
   environment.smCount = smCount_;
+  environment.encodeTensorMap = [this](const TensorMapRequest &request,
+                                       unsigned char *map, std::string &why) {
+    return encodeTensorMap(request, map, why);
+  };
   int64_t workspaceBytes = 0, scratchBytes = 0;
   if (!evaluateIndex(launch.workspaceBytes, args, workspaceBytes, error,
                      &environment) ||

@@ -2,6 +2,8 @@
 
 #include "AttnRuntime/Bundle.h"
 
+#include <algorithm>
+
 using namespace attn_runtime;
 
 int64_t attn_runtime::dtypeBytes(const std::string &dtype) {
@@ -93,15 +95,41 @@ bool Launch::params(const std::vector<Argument> &args, std::vector<Param> &out,
       out.push_back(p);
       break;
     case Operand::Kind::Buffer:
+    case Operand::Kind::TensorMap: {
       if (operand.arg < 0 ||
           static_cast<uint64_t>(operand.arg) >= args.size()) {
         error = "the kernel needs argument " + std::to_string(operand.arg) +
                 ", but only " + std::to_string(args.size()) + " were given";
         return false;
       }
-      if (!pushMemRef(args[operand.arg].address, args[operand.arg].shape))
+      const Argument &arg = args[operand.arg];
+      if (operand.kind == Operand::Kind::Buffer) {
+        if (!pushMemRef(arg.address, arg.shape))
+          return false;
+        break;
+      }
+      // An empty argument's map stays zero: the kernel copies nothing from
+      // it, and the driver encodes no empty tensor.
+      p.kind = Param::Kind::TensorMap;
+      bool empty =
+          std::find(arg.shape.begin(), arg.shape.end(), 0) != arg.shape.end();
+      std::string why;
+      if (!empty && (!environment || !environment->encodeTensorMap)) {
+        error = "the kernel takes a tensor map of argument " +
+                std::to_string(operand.arg) + ", which needs the CUDA driver";
         return false;
+      }
+      if (!empty && !environment->encodeTensorMap(
+                        TensorMapRequest{arg.address, operand.dtype, arg.shape,
+                                         operand.box},
+                        p.tensorMap, why)) {
+        error = "cannot make the tensor map of argument " +
+                std::to_string(operand.arg) + ": " + why;
+        return false;
+      }
+      out.push_back(p);
       break;
+    }
     }
   }
   return true;

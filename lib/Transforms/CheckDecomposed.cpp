@@ -36,7 +36,7 @@ struct CheckDecomposedPass
           // A region's terminator goes with its op, which is reported; the
           // runtime supplies the host-side values.
           if (!isa<AttnDialect>(op->getDialect()) ||
-              isa<YieldOp, WorkspaceOp, MultiprocessorCountOp>(op))
+              isa<YieldOp, WorkspaceOp, MultiprocessorCountOp, TensorMapOp>(op))
             return WalkResult::advance();
           op->emitOpError()
               << "is left after the decompositions: the attn pipelines do not "

@@ -52,6 +52,12 @@ std::string operandText(const Operand &operand,
   switch (operand.kind) {
   case Operand::Kind::Buffer:
     return "buffer(" + args[operand.arg].name + ")";
+  case Operand::Kind::TensorMap: {
+    std::string box;
+    for (int64_t size : operand.box)
+      box += (box.empty() ? "" : "x") + std::to_string(size);
+    return "tensor_map(" + args[operand.arg].name + ", " + box + ")";
+  }
   case Operand::Kind::Workspace:
     return "workspace";
   case Operand::Kind::Scratch:

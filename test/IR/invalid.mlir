@@ -701,3 +701,43 @@ func.func @f() {
   %n = attn.multiprocessor_count : i32
   return
 }
+
+// -----
+
+func.func @f(%k: memref<?x2x?x128xbf16>) {
+  // expected-error @+1 {{'attn.tensor_map' op the innermost box dim must be 128 bytes (the 128-byte swizzle), got 256}}
+  %map = attn.tensor_map %k box [1, 1, 128, 128] : memref<?x2x?x128xbf16> -> !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<?x2x?x128xbf16>) {
+  // expected-error @+1 {{'attn.tensor_map' op needs a box of one size per dim of the source, 1 to 5 of them; got 2 for rank 4}}
+  %map = attn.tensor_map %k box [128, 64] : memref<?x2x?x128xbf16> -> !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<?x2x?x128xbf16>) {
+  // expected-error @+1 {{'attn.tensor_map' op box sizes must be 1 to 256, got 512}}
+  %map = attn.tensor_map %k box [1, 1, 512, 64] : memref<?x2x?x128xbf16> -> !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<?x128xi32>) {
+  // expected-error @+1 {{'attn.tensor_map' op maps f16, bf16 or f32 elements, got 'i32'}}
+  %map = attn.tensor_map %k box [128, 32] : memref<?x128xi32> -> !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<?x128xbf16, strided<[256, 1]>>) {
+  // expected-error @+1 {{'attn.tensor_map' op needs a dense row-major memref in the default memory space, got 'memref<?x128xbf16, strided<[256, 1]>>'}}
+  %map = attn.tensor_map %k box [128, 64] : memref<?x128xbf16, strided<[256, 1]>> -> !llvm.ptr
+  return
+}

@@ -178,3 +178,10 @@ func.func @runtime_values() -> memref<?xi32> {
   %scratch = attn.workspace %sms scratch : memref<?xi32>
   return %ws : memref<?xi32>
 }
+
+// CHECK-LABEL: func.func @tensor_map
+// CHECK: attn.tensor_map %{{.*}} box [1, 1, 128, 64] : memref<?x2x?x128xbf16> -> !llvm.ptr
+func.func @tensor_map(%k: memref<?x2x?x128xbf16>) -> !llvm.ptr {
+  %map = attn.tensor_map %k box [1, 1, 128, 64] : memref<?x2x?x128xbf16> -> !llvm.ptr
+  return %map : !llvm.ptr
+}

@@ -32,6 +32,7 @@ def Attn_Dialect : Dialect {
   // Tiling creates tensor slices, and split-kv tiling fills its partial
   // tensors with linalg.fill.
   let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::tensor::TensorDialect"
   ];

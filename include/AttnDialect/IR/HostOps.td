@@ -10,6 +10,7 @@ include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/TilingInterface.td"
+include "mlir/Dialect/LLVMIR/LLVMTypes.td"
 include "mlir/IR/OpBase.td"
 
 //===----------------------------------------------------------------------===//
@@ -43,6 +44,34 @@ def Attn_WorkspaceOp : Attn_Op<"workspace", [
   let arguments = (ins Index:$words, UnitAttr:$scratch);
   let results = (outs MemRefRankOf<[I32], [1]>:$buffer);
   let assemblyFormat = "$words (`scratch` $scratch^)? attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+def Attn_TensorMapOp : Attn_Op<"tensor_map", [Pure]> {
+  let summary = "a TMA tensor map of an argument, passed to a kernel by value";
+  let description = [{
+    Host code: the tensor map (the driver's 128-byte `CUtensorMap`) that
+    lets a kernel copy boxes of `source` into shared memory with TMA
+    (`cp.async.bulk.tensor`). `source` is a dense row-major argument of the
+    function; `box` is the box's size in each of its dims, outermost first.
+    The map swizzles each box's rows by 128 bytes (so the innermost box dim
+    is 128 bytes) and fills positions outside `source` with zeros.
+
+    The runtime encodes the map for each call's argument and passes its
+    bytes as the kernel parameter (`.param .align 64 .b8 [128]`, a
+    `__grid_constant__` in CUDA terms); the kernel sees the parameter's
+    address, the `!llvm.ptr` result. The kernel bundle records it as a
+    `tensor_map` operand.
+
+    ```mlir
+    %map = attn.tensor_map %key box [1, 1, 128, 64]
+        : memref<?x2x?x128xbf16> -> !llvm.ptr
+    ```
+  }];
+  let arguments = (ins AnyMemRef:$source, DenseI64ArrayAttr:$box);
+  let results = (outs LLVM_AnyPointer:$map);
+  let assemblyFormat =
+      "$source `box` $box attr-dict `:` type($source) `->` type($map)";
   let hasVerifier = 1;
 }
 

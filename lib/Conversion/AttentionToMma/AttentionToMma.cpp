@@ -188,6 +188,7 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
       arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), bytes);
   Value one = index(1);
   Value gridX = qBlocks, gridY = heads, gridZ = batches, workspace;
+  SmallVector<Value, 3> maps;
   if (tiles->warpSpecialized) {
     // One block per SM takes tiles until none are left.
     Value total = arith::MulIOp::create(
@@ -201,6 +202,15 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
         rewriter, loc,
         MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()),
         index(2));
+    // The producer copies a tile's rows with TMA, one box per 64-column
+    // swizzled tile.
+    auto tensorMap = [&](Value buffer, int64_t rows) {
+      return TensorMapOp::create(
+          rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext()),
+          buffer, ArrayRef<int64_t>{1, 1, rows, kSwizzleColumns});
+    };
+    maps = {tensorMap(query, tiles->qTile), tensorMap(key, tiles->kvTile),
+            tensorMap(value, tiles->kvTile)};
   }
   auto launch =
       gpu::LaunchOp::create(rewriter, loc, gridX, gridY, gridZ,
@@ -305,6 +315,9 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
       kernel.tileSlots =
           view(barrierOffset + 8 * kBarriers, {2}, rewriter.getI32Type());
       kernel.workspace = workspace;
+      kernel.queryMap = maps[0];
+      kernel.keyMap = maps[1];
+      kernel.valueMap = maps[2];
     }
     kernel.build();
     gpu::TerminatorOp::create(rewriter, loc);

@@ -258,11 +258,9 @@ private:
 
   // Sizes, whole-problem offsets and the q heads per kv head.
   Value m, n, offB, offH, offQ, offKV, group;
-  // The thread that copies (0 first), how many copy together, and whether
-  // a thread's copies of a tile are a loop rather than unrolled.
+  // The thread that copies (0 first) and how many copy together.
   Value copyThread;
   int64_t copyThreads = 0;
-  bool copyInLoop = false;
   // The block's (b, h) in the whole problem, its kv head and first row.
   Value batchW, headW, kvHead, q0;
   // The thread: warp, lane, g = lane / 4, t = lane % 4, the warp's first

@@ -60,16 +60,6 @@ void BlockBuilder::copyRows(Value source, Value head, Value start, Value limit,
         b, loc, stage, to, source, ValueRange{k.batch, head, position, col},
         b.getIndexAttr(kVectorElements), elements, b.getUnitAttr());
   };
-  if (copyInLoop && wholeRows && total % threads == 0) {
-    // One copy per iteration: fewer registers than the unrolled copies'
-    // addresses take.
-    auto loop = scf::ForOp::create(b, loc, c(0), c(total / threads), c(1));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    copy(add(firstRow, mul(loop.getInductionVar(), c(threads / chunksPerRow))),
-         firstCol);
-    return;
-  }
   for (int64_t i = 0; i * threads < total; ++i) {
     Value idx = add(copyThread, c(i * threads));
     auto copyChunk = [&] {

@@ -121,6 +121,9 @@ struct MmaKernel {
   /// (i32 [2]) and the workspace whose word 0 counts the tiles taken and
   /// word 1 the blocks done.
   Value barriers, tileSlots, workspace;
+  /// Warp-specialized: the TMA tensor maps of Q, K and V (attn.tensor_map),
+  /// whose boxes are a tile's rows by one 64-column swizzled tile.
+  Value queryMap, keyMap, valueMap;
   /// Block and thread ids and the grid's x extent.
   Value blockX, gridX, head, batch, tid;
 

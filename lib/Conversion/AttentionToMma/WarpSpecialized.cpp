@@ -1,12 +1,12 @@
 //===- WarpSpecialized.cpp - the persistent producer/consumer kernel ------===//
 //
 // FlashAttention-3's structure on the wgmma kernel: one block per SM walks
-// the q-tiles it takes from a counter in the workspace. A producer
-// warpgroup copies Q, K and V into shared memory with cp.async, each
-// buffer guarded by a pair of mbarriers (full: its copies landed; empty:
-// the consumers' wgmmas finished reading it), so the copies of the next
-// tile's Q and first K overlap this tile's last steps and epilogue. The
-// two consumer warpgroups run wgmma's loop with no block barrier, and
+// the q-tiles it takes from a counter in the workspace. The producer
+// warpgroup's first thread copies Q, K and V into shared memory with TMA,
+// each buffer guarded by a pair of mbarriers (full: its bytes landed;
+// empty: the consumers' wgmmas finished reading it), so the copies of the
+// next tile's Q and first K overlap this tile's last steps and epilogue.
+// The two consumer warpgroups run wgmma's loop with no block barrier, and
 // setmaxnreg gives them the producer's registers.
 //
 //===----------------------------------------------------------------------===//
@@ -39,12 +39,15 @@ enum Barrier : int64_t {
 };
 static_assert(kTileEmpty + 2 == kBarriers);
 
-/// Inline PTX without results on i32 ("r") and i64 ("l") operands; it may
-/// read and write memory.
+/// Inline PTX without results on i32 ("r") and i64 or pointer ("l")
+/// operands; it may read and write memory.
 void emitPtx(OpBuilder &b, Location loc, StringRef text, ValueRange inputs) {
   SmallVector<std::string> constraints;
   for (Value input : inputs)
-    constraints.push_back(input.getType().isInteger(64) ? "l" : "r");
+    constraints.push_back(input.getType().isInteger(64) ||
+                                  isa<LLVM::LLVMPointerType>(input.getType())
+                              ? "l"
+                              : "r");
   constraints.push_back("~{memory}");
   LLVM::InlineAsmOp::create(
       b, loc, TypeRange{}, inputs, text, llvm::join(constraints, ","),
@@ -65,8 +68,6 @@ void BlockBuilder::buildWarpSpecialized() {
   Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
                                            k.tid, c(consumerThreads));
   copyThread = sub(k.tid, c(consumerThreads));
-  copyThreads = kProducerThreads;
-  copyInLoop = true;
 
   // Shared addresses as the i32 the PTX operands take.
   Value barrierBase = memref::ExtractAlignedPointerAsIndexOp::create(
@@ -92,23 +93,32 @@ void BlockBuilder::buildWarpSpecialized() {
   auto arrive = [&](Value address) {
     emitPtx(b, loc, "mbarrier.arrive.shared::cta.b64 _, [$0];", {address});
   };
-  // Arrives once the thread's cp.async copies so far have landed.
-  auto arriveOnCopies = [&](Value address) {
-    emitPtx(b, loc, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];",
-            {address});
+  auto asI32 = [&](Value v) {
+    return arith::IndexCastOp::create(b, loc, i32, v).getResult();
   };
-  // wgmma reads shared memory through the async proxy.
-  auto fenceAsyncProxy = [&] {
-    NVVM::FenceProxyOp::create(
-        b, loc, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(b.getContext(),
-                                   NVVM::SharedSpace::shared_cta));
+  // Copies `rows` rows of `map` from `row` of (batch, head) into `stage`'s
+  // buffer, a box per 64-column tile, and arrives on `full` expecting their
+  // bytes: the barrier's phase completes when they have landed. TMA and
+  // wgmma both go through the async proxy, so no fence is needed between.
+  auto copyTile = [&](Value map, Value stage, Value buffer, Value row,
+                      Value head, int64_t rows, int64_t width, Value full) {
+    int64_t boxBytes = rows * kSwizzleRowBytes;
+    emitPtx(b, loc, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+            {full, i32c(width / kSwizzleColumns * boxBytes)});
+    Value base = stageAddress(stage, buffer);
+    for (int64_t tile = 0; tile < width / kSwizzleColumns; ++tile)
+      emitPtx(b, loc,
+              "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::"
+              "complete_tx::bytes [$0], [$1, {$2, $3, $4, $5}], [$6];",
+              {asI32(add(base, c(tile * boxBytes))), map,
+               i32c(tile * kSwizzleColumns), asI32(row), asI32(head),
+               asI32(k.batch), full});
   };
 
-  // Every full barrier completes when each producer thread's copies have
-  // landed; every empty one when each consumer thread has arrived; a tile
-  // slot is full when the producer's first thread wrote it and empty when
-  // every thread has read it.
+  // Every full barrier completes when the producer's first thread has
+  // arrived and its copies' bytes have landed; every empty one when each
+  // consumer thread has arrived; a tile slot is full when the producer's
+  // first thread wrote it and empty when every thread has read it.
   {
     auto first = scf::IfOp::create(b, loc, less(k.tid, c(1)));
     OpBuilder::InsertionGuard guard(b);
@@ -118,11 +128,11 @@ void BlockBuilder::buildWarpSpecialized() {
               {barrier(index), i32c(count)});
     };
     for (int64_t i = 0; i < 2; ++i) {
-      init(kQueryFull + i, kProducerThreads);
+      init(kQueryFull + i, 1);
       init(kQueryEmpty + i, consumerThreads);
-      init(kKeyFull + i, kProducerThreads);
+      init(kKeyFull + i, 1);
       init(kKeyEmpty + i, consumerThreads);
-      init(kValueFull + i, kProducerThreads);
+      init(kValueFull + i, 1);
       init(kValueEmpty + i, consumerThreads);
       init(kTileFull + i, 1);
       init(kTileEmpty + i, consumerThreads + kProducerThreads);
@@ -188,32 +198,35 @@ void BlockBuilder::buildWarpSpecialized() {
     b.setInsertionPointToStart(roles.thenBlock());
     NVVM::SetMaxRegisterOp::create(b, loc, kProducerRegisters,
                                    NVVM::SetMaxRegisterAction::decrease);
-    walkTiles(/*producer=*/true, [&](Value count, Value stepCount,
-                                     Value steps) {
-      // Tile `count` uses Q buffer count % 2 for the (count / 2)-th time.
-      Value buffer = rem(count, 2);
-      wait(barrier(kQueryEmpty, buffer), sub(c(1), rem(div(count, 2), 2)));
-      copyRows(k.query, k.head, q0, m, tiles.qTile, d, k.queryStage, {buffer});
-      arriveOnCopies(barrier(kQueryFull, buffer));
-      auto loop = scf::ForOp::create(b, loc, c(0), steps, c(1));
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(loop.getBody());
-        Value j = loop.getInductionVar();
-        Value it = add(stepCount, j);
-        Value buffer = rem(it, 2);
-        Value free = sub(c(1), rem(div(it, 2), 2));
-        Value kv0 = kvStart(j);
-        wait(barrier(kKeyEmpty, buffer), free);
-        copyRows(k.key, kvHead, kv0, n, tiles.kvTile, d, k.keyStage, {buffer});
-        arriveOnCopies(barrier(kKeyFull, buffer));
-        wait(barrier(kValueEmpty, buffer), free);
-        copyRows(k.value, kvHead, kv0, n, tiles.kvTile, dv, k.valueStage,
-                 {buffer});
-        arriveOnCopies(barrier(kValueFull, buffer));
-      }
-      return add(stepCount, steps);
-    });
+    walkTiles(
+        /*producer=*/true, [&](Value count, Value stepCount, Value steps) {
+          // One thread issues the tile's copies; the others only walk the
+          // tiles.
+          auto first = scf::IfOp::create(b, loc, less(copyThread, c(1)));
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(first.thenBlock());
+          // Tile `count` uses Q buffer count % 2 for the (count / 2)-th time.
+          // TMA fills the rows past the end with zeros.
+          Value buffer = rem(count, 2);
+          wait(barrier(kQueryEmpty, buffer), sub(c(1), rem(div(count, 2), 2)));
+          copyTile(k.queryMap, k.queryStage, buffer, q0, k.head, tiles.qTile, d,
+                   barrier(kQueryFull, buffer));
+          auto loop = scf::ForOp::create(b, loc, c(0), steps, c(1));
+          b.setInsertionPointToStart(loop.getBody());
+          Value j = loop.getInductionVar();
+          Value it = add(stepCount, j);
+          Value slot = rem(it, 2);
+          Value free = sub(c(1), rem(div(it, 2), 2));
+          Value kv0 = kvStart(j);
+          wait(barrier(kKeyEmpty, slot), free);
+          copyTile(k.keyMap, k.keyStage, slot, kv0, kvHead, tiles.kvTile, d,
+                   barrier(kKeyFull, slot));
+          wait(barrier(kValueEmpty, slot), free);
+          copyTile(k.valueMap, k.valueStage, slot, kv0, kvHead, tiles.kvTile,
+                   dv, barrier(kValueFull, slot));
+          b.setInsertionPointAfter(first);
+          return add(stepCount, steps);
+        });
     // The last block out leaves the workspace's counters at zero for the
     // next launch: every block has taken its last tile by then.
     auto first = scf::IfOp::create(b, loc, less(copyThread, c(1)));
@@ -243,7 +256,6 @@ void BlockBuilder::buildWarpSpecialized() {
         b, loc, add(stageAddress(k.queryStage, buffer), warpgroupRows),
         /*leadingBytes=*/16, /*strideBytes=*/8 * kSwizzleRowBytes);
     wait(barrier(kQueryFull, buffer), rem(div(count, 2), 2));
-    fenceAsyncProxy();
     TileStaging staging;
     staging.base = stepCount;
     auto waitFull = [&](int64_t full, Value it) {
@@ -253,7 +265,6 @@ void BlockBuilder::buildWarpSpecialized() {
       waitFull(kKeyFull, it);
       if (previous)
         waitFull(kValueFull, sub(it, c(1)));
-      fenceAsyncProxy();
     };
     staging.keysRead = [&](Value it) {
       arrive(barrier(kKeyEmpty, rem(it, 2)));
@@ -261,10 +272,7 @@ void BlockBuilder::buildWarpSpecialized() {
     staging.valuesRead = [&](Value it) {
       arrive(barrier(kValueEmpty, rem(it, 2)));
     };
-    staging.beforeLastAccumulate = [&](Value it) {
-      waitFull(kValueFull, it);
-      fenceAsyncProxy();
-    };
+    staging.beforeLastAccumulate = [&](Value it) { waitFull(kValueFull, it); };
     staging.afterLoop = [] {};
     SmallVector<Value> results = warpgroupLoop(steps, staging);
     // Every S wgmma has finished: Q's buffer may take a later tile's.

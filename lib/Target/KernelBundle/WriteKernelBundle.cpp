@@ -170,8 +170,8 @@ public:
         .Default([](Operation *) { return failure(); });
   }
 
-  /// A kernel operand: an argument's buffer, the workspace or the scratch
-  /// buffer, an f32 constant or an integer.
+  /// A kernel operand: an argument's buffer or tensor map, the workspace or
+  /// the scratch buffer, an f32 constant or an integer.
   FailureOr<std::string> operand(Value value) {
     int64_t arg = argumentOf(value);
     if (arg >= 0)
@@ -179,6 +179,16 @@ public:
     if (auto workspace = value.getDefiningOp<attn::WorkspaceOp>())
       return std::string(workspace.getScratch() ? "{\"kind\": \"scratch\"}"
                                                 : "{\"kind\": \"workspace\"}");
+    if (auto map = value.getDefiningOp<attn::TensorMapOp>()) {
+      int64_t source = argumentOf(map.getSource());
+      if (source < 0)
+        return failure();
+      std::string box;
+      for (int64_t size : map.getBox())
+        box += (box.empty() ? "" : ", ") + std::to_string(size);
+      return "{\"kind\": \"tensor_map\", \"arg\": " + json(argNames[source]) +
+             ", \"box\": [" + box + "]}";
+    }
     if (auto c = value.getDefiningOp<arith::ConstantOp>())
       if (auto f = dyn_cast<FloatAttr>(c.getValue())) {
         if (!f.getType().isF32())

@@ -39,6 +39,7 @@
 // CHECK-NEXT: {"kind": "buffer", "arg": "argument 1"},
 // CHECK-NEXT: {"kind": "workspace"},
 // CHECK-NEXT: {"kind": "scratch"},
+// CHECK-NEXT: {"kind": "tensor_map", "arg": "argument 0", "box": [128, 64]},
 // CHECK-NEXT: {"kind": "f32", "value": 1.25E-1},
 // CHECK-NEXT: {"kind": "f32", "value": "-inf"},
 // CHECK-NEXT: {"kind": "int", "value": {"op": "ne", "lhs": {"dim": {"arg": "argument 1", "index": 0}}, "rhs": {"const": 0}}}
@@ -63,13 +64,14 @@ module attributes {gpu.container_module} {
     %words = arith.maxui %rows, %c1 : index
     %ws = attn.workspace %words : memref<?xi32>
     %scratch = attn.workspace %n scratch : memref<?xi32>
+    %map = attn.tensor_map %x box [128, 64] : memref<?x64xf16> -> !llvm.ptr
     %scale = arith.constant 1.250000e-01 : f32
     %ninf = arith.constant 0xFF800000 : f32
     %any = arith.cmpi ne, %n, %c0 : index
     %flag = arith.index_cast %any : i1 to index
     gpu.launch_func @kernels::@kernel blocks in (%gx, %sms, %c1) threads in (%threads, %c1, %c1)
         dynamic_shared_memory_size %smem
-        args(%x : memref<?x64xf16>, %ids : memref<?xi32>, %ws : memref<?xi32>, %scratch : memref<?xi32>, %scale : f32, %ninf : f32, %flag : index)
+        args(%x : memref<?x64xf16>, %ids : memref<?xi32>, %ws : memref<?xi32>, %scratch : memref<?xi32>, %map : !llvm.ptr, %scale : f32, %ninf : f32, %flag : index)
     return
   }
 }

@@ -62,4 +62,21 @@ def EnableSetMaxNReg : Pass<"attn-enable-setmaxnreg"> {
                            "::mlir::NVVM::NVVMDialect"];
 }
 
+def TensorMapParams : Pass<"attn-tensor-map-params", "ModuleOp"> {
+  let summary = "pass tensor maps to kernels by value";
+  let description = [{
+    A kernel operand that an `attn.tensor_map` gives is the address of a
+    128-byte kernel parameter that holds the map (`.param .align 64 .b8
+    [128]`), which TMA copies read directly. This pass finds those
+    operands of each `gpu.launch_func` and gives the matching parameter of
+    the NVVM kernel (`llvm.func`) `llvm.byval = !llvm.array<128 x i8>`,
+    `llvm.align = 64` and `nvvm.grid_constant`, counting each memref
+    operand as its descriptor's fields. Run it after `convert-gpu-to-nvvm`
+    (which drops `llvm.byval` from a `gpu.func`'s arguments); it fails on a
+    kernel whose parameters do not match its launch's operands.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
 #endif // ATTN_TARGET_NVVM_PASSES_TD
