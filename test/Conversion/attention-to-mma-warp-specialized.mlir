@@ -32,7 +32,7 @@
 // counter, and its first thread copies with TMA: two boxes a tile, whose
 // bytes its buffer's full barrier expects.
 // CHECK: scf.if
-// CHECK-NEXT: nvvm.setmaxregister decrease 56
+// CHECK-NEXT: nvvm.setmaxregister decrease 40
 // CHECK: scf.while
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64
 // CHECK: memref.atomic_rmw addi %{{.*}}, %[[WS]][%c0{{.*}}]
@@ -61,7 +61,7 @@
 // buffer instead of at block barriers; TMA writes through the async proxy
 // that wgmma reads through, so no proxy fence.
 // CHECK: } else {
-// CHECK-NEXT: nvvm.setmaxregister increase 224
+// CHECK-NEXT: nvvm.setmaxregister increase 232
 // CHECK: scf.while
 // CHECK: scf.condition
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64

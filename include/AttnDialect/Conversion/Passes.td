@@ -161,14 +161,14 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
     warp-specialized, as FlashAttention-3's: min(tiles, SMs) blocks
     (`attn.multiprocessor_count`) of 384 threads take q-tiles from a
     counter in a zeroed two-word `attn.workspace` (the last block out
-    zeroes it again). A producer warpgroup copies Q (two buffers, so the
-    next tile's Q lands during this one), K and V with cp.async, each
-    thread signalling the buffer's mbarrier as its copies land
-    (`cp.async.mbarrier.arrive.noinc`); the two consumer warpgroups wait
-    on those barriers instead of block barriers, release each buffer once
-    their wgmmas have read it, and store O from registers. `setmaxnreg`
-    moves registers from the producer (56) to the consumers (224); the
-    launch carries `attn.warp_specialized`.
+    zeroes it again). The producer warpgroup's first thread copies Q (two
+    buffers, so the next tile's Q lands during this one), K and V with
+    TMA, from `attn.tensor_map`s of the three made on the host, each
+    buffer's mbarrier expecting the copies' bytes; the two consumer
+    warpgroups wait on those barriers instead of block barriers, release
+    each buffer once their wgmmas have read it, and store O from
+    registers. `setmaxnreg` moves registers from the producer (40) to the
+    consumers (232); the launch carries `attn.warp_specialized`.
 
     Tiles (q-tile, kv-tile, bands, warps) of 0 are chosen per head dim so
     that a block's registers do not spill and its shared memory fits
