@@ -298,7 +298,7 @@ bool CudaDriver::encodeTensorMap(const TensorMapRequest &request,
     size_t dim = rank - 1 - i;
     if (i > 0) {
       if (stride % 16) {
-        error = "dim " + std::to_string(dim + 1) + " steps by " +
+        error = "dim " + std::to_string(dim) + " of the argument steps by " +
                 std::to_string(stride) +
                 " bytes, which is not a multiple of 16";
         return false;
