@@ -158,33 +158,37 @@ TEST(RuntimeBundle, RefusesADanglingOperandAtLoadByName) {
 }
 
 TEST(RuntimeBundle, ReadsTensorMapOperands) {
+  // kBundle with its second operand replaced by `operand`: "" when it loads.
+  auto withOperand = [](const std::string &operand) {
+    return loadWith(R"({"kind": "buffer", "arg": "out"})", operand);
+  };
   // The box: one size per dim, outermost first; 64 f16 make 128-byte rows.
-  std::string map =
-      R"({"kind": "tensor_map", "arg": "q", "box": [1, 1, 128, 64]})";
-  EXPECT_EQ(loadWith(R"({"kind": "buffer", "arg": "out"})", map), "");
+  EXPECT_EQ(
+      withOperand(
+          R"({"kind": "tensor_map", "arg": "q", "box": [1, 1, 128, 64]})"),
+      "");
   std::string prefix = "'bundle.json' is not a valid kernel bundle: function "
                        "'attention': kernel 'k' operand 1 ";
-  EXPECT_EQ(loadWith(R"({"kind": "buffer", "arg": "out"})",
-                     R"({"kind": "tensor_map", "arg": "q"})"),
+  EXPECT_EQ(withOperand(R"({"kind": "tensor_map", "arg": "q"})"),
             prefix + "has no \"box\" list (the sizes of a copy's box)");
-  EXPECT_EQ(loadWith(R"({"kind": "buffer", "arg": "out"})",
-                     R"({"kind": "tensor_map", "arg": "q", "box": [128, 64]})"),
-            prefix + "has a box of 2 sizes for argument 'q' of rank 4 (a "
-                     "tensor map takes 1 to 5 dims, one size each)");
   EXPECT_EQ(
-      loadWith(R"({"kind": "buffer", "arg": "out"})",
-               R"({"kind": "tensor_map", "arg": "q", "box": [1, 1, 512, 64]})"),
+      withOperand(R"({"kind": "tensor_map", "arg": "q", "box": [128, 64]})"),
+      prefix + "has a box of 2 sizes for argument 'q' of rank 4 (a tensor map "
+               "takes 1 to 5 dims, one size each)");
+  EXPECT_EQ(
+      withOperand(
+          R"({"kind": "tensor_map", "arg": "q", "box": [1, 1, 512, 64]})"),
       prefix + "has a \"box\" size that is not an integer from 1 to 256");
   EXPECT_EQ(
-      loadWith(R"({"kind": "buffer", "arg": "out"})",
-               R"({"kind": "tensor_map", "arg": "q", "box": [1, 1, 128, 32]})"),
+      withOperand(
+          R"({"kind": "tensor_map", "arg": "q", "box": [1, 1, 128, 32]})"),
       prefix + "has a box whose rows are 64 bytes (the 128-byte swizzle "
                "needs 128)");
   EXPECT_EQ(
-      loadWith(R"({"kind": "buffer", "arg": "out"})",
-               R"({"kind": "tensor_map", "arg": "x", "box": [1, 1, 128, 64]})"),
-      prefix + "names argument 'x', which the function does not have (it has "
-               "q, out)");
+      withOperand(
+          R"({"kind": "tensor_map", "arg": "x", "box": [1, 1, 128, 64]})"),
+      prefix + "names argument 'x', which the function does not have (it "
+               "has q, out)");
 }
 
 TEST(RuntimeBundle, RejectsBrokenBundlesWithAReason) {

@@ -84,6 +84,7 @@ private:
   Value less(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
   }
+  Value asI32(Value x) { return arith::IndexCastOp::create(b, loc, i32, x); }
   Value f32c(double v) { return f32Constant(b, loc, v); }
 
   /// Issues the cp.async copies of rows [start, start + rows) of `source` at

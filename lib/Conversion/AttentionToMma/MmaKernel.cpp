@@ -213,7 +213,7 @@ BandTile BlockBuilder::modifyScores(ArrayRef<Fragment> s, Value kv0,
         Value q = add(offQ, rowQ[band][r]);
         limit = min(limit, sub(sub(add(sub(q, offKV), c(1)), kv0), t2));
       }
-      limits[r] = arith::IndexCastOp::create(b, loc, i32, limit);
+      limits[r] = asI32(limit);
     }
     for (auto [chunk, values] : llvm::enumerate(s)) {
       Fragment modified;
@@ -235,9 +235,6 @@ BandTile BlockBuilder::modifyScores(ArrayRef<Fragment> s, Value kv0,
   // half the instructions of 64-bit index arithmetic, on the partial
   // blocks' critical path.
   bool narrow = masked && op.hasMaskMod() && maskFitsI32;
-  auto asI32 = [&](Value v) {
-    return arith::IndexCastOp::create(b, loc, i32, v).getResult();
-  };
   Value kvBase32, lastKv32, n32, offKV32, batch32, head32, rowQ32[2];
   if (narrow) {
     kvBase32 = asI32(add(kv0, t2));

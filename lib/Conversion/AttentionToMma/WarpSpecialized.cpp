@@ -76,7 +76,7 @@ void BlockBuilder::buildWarpSpecialized() {
     Value address = add(barrierBase, c(8 * first));
     if (offset)
       address = add(address, mul(offset, c(8)));
-    return arith::IndexCastOp::create(b, loc, i32, address);
+    return asI32(address);
   };
   auto i32c = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
@@ -88,13 +88,10 @@ void BlockBuilder::buildWarpSpecialized() {
             "{\n.reg .pred done;\nwait:\n"
             "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
             "@!done bra wait;\n}",
-            {address, arith::IndexCastOp::create(b, loc, i32, parity)});
+            {address, asI32(parity)});
   };
   auto arrive = [&](Value address) {
     emitPtx(b, loc, "mbarrier.arrive.shared::cta.b64 _, [$0];", {address});
-  };
-  auto asI32 = [&](Value v) {
-    return arith::IndexCastOp::create(b, loc, i32, v).getResult();
   };
   // Copies `rows` rows of `map` from `row` of (batch, head) into `stage`'s
   // buffer, a box per 64-column tile, and arrives on `full` expecting their
