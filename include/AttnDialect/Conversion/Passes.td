@@ -55,7 +55,7 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
 
     [docs/Softmax.md](../Softmax.md) describes the design: when rows are
     split, the workspace's layout and protocol, the start-order assumption
-    and the tile sizes; docs/Performance.md has the measurements behind it.
+    and the tile sizes.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", /*default=*/"512",

@@ -147,7 +147,7 @@ typename Sizes::Value blocksPerSm(Sizes &a, const LaunchOptions &options,
 /// few as split-vectors per thread allow, or more and smaller ones (of
 /// denserVectors) when an SM then holds one more block and so over 10%
 /// more of the rows at once. Never past one tile per SM, where rows would
-/// be swept twice. docs/Performance.md has the measurements.
+/// be swept twice.
 template <typename Sizes>
 typename Sizes::Value
 splitTileCount(Sizes &a, const LaunchOptions &options, const KernelShape &shape,

@@ -23,7 +23,7 @@ namespace mlir::attn::mma {
 /// The warp-specialized kernel's producer warpgroup, and the registers
 /// setmaxnreg leaves it and gives each consumer thread: 40 x 128 + 232 x
 /// 256 is the 64512 that 384 threads of 168 registers hold at launch.
-/// With fewer, the producer spills its tile state (docs/Performance.md).
+/// With fewer, the producer spills its tile state.
 constexpr int64_t kProducerThreads = 128;
 constexpr int64_t kProducerRegisters = 40;
 constexpr int64_t kConsumerRegisters = 232;

@@ -134,7 +134,7 @@ void SoftmaxKernel::locate(Value blockId) {
   // Better: tiles that start on a 128-byte line, where the row's tiles
   // have room for the longer head. A warp's cp.async copies then cover
   // whole 32-byte sectors, where from a 16-byte boundary L2 serves more
-  // sector reads for the same bytes (docs/Performance.md).
+  // sector reads for the same bytes.
   int64_t lineElements =
       128 / (cast<MemRefType>(in.getType()).getElementTypeBitWidth() / 8);
   Value lineElementsValue = c(lineElements);
@@ -320,8 +320,8 @@ std::array<Value, 3> SoftmaxKernel::mergeSplits(Value m, Value l) {
   gpu::BarrierOp::create(b, loc);
   // Each warp merges the row's partials itself (lane j those of splits j,
   // j + 32, ..., then shuffles), so no block-wide reduction, with its
-  // barriers, follows (docs/Performance.md). Every warp gets the same bits
-  // (same partials per lane, same order).
+  // barriers, follows. Every warp gets the same bits (same partials per
+  // lane, same order).
   SmallVector<Value> empty = noStatistics();
   Value step = c(32);
   auto gather =
@@ -499,9 +499,9 @@ SmallVector<Value> SoftmaxKernel::byVectors(
 /// Split rows of the launch's first wave start in three steps, by row
 /// mod 3, `naps` x `napNs` apart: started at once, every block of an SM
 /// reaches its exchange together and memory idles while they wait;
-/// staggered, a third copies while the others exchange
-/// (docs/Performance.md). The only blocks that wait for a sleeping one are
-/// its row's, which sleep alike (or start after the first wave anyway).
+/// staggered, a third copies while the others exchange. The only blocks
+/// that wait for a sleeping one are its row's, which sleep alike (or start
+/// after the first wave anyway).
 void SoftmaxKernel::staggerFirstWave() {
   if (!splitRow || naps <= 0)
     return;

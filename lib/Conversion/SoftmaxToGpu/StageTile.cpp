@@ -33,10 +33,9 @@ static constexpr int64_t kCopyGroups = 4;
 /// row's ends (Checked) copy their whole vectors so too, each behind a
 /// check, and stage -inf for the others with one store each: they are in
 /// the blocks that the rest of the row waits for, which a loop of element
-/// stores here made late (docs/Performance.md). At a short row's ends
-/// they copy everything in stageChecked's loop and wait for all of it,
-/// which measured faster there than the split rows' way
-/// (docs/Performance.md).
+/// stores here made late. At a short row's ends they copy everything in
+/// stageChecked's loop and wait for all of it, which measured faster
+/// there than the split rows' way.
 void SoftmaxKernel::copyTile(Value tileStart, Vectors kind) {
   if (kind == Vectors::Checked && !splitRow) {
     stageChecked(tileStart, /*copyWhole=*/true);
@@ -134,8 +133,9 @@ void SoftmaxKernel::stageChecked(Value tileStart, bool copyWhole) {
 }
 
 /// The copy group of unrolled vector `k` (copyTile): kCopyGroups groups
-/// of about equal size, which measured faster than waiting for the whole
-/// tile at once (docs/Performance.md).
+/// of about equal size, so that the first pass reduces the vectors that
+/// have landed while the later groups are still in flight instead of
+/// waiting for the whole tile at once.
 int64_t SoftmaxKernel::groupOf(int64_t k) {
   int64_t groups = std::min(kCopyGroups, vectors);
   return k * groups / vectors;
@@ -155,7 +155,7 @@ void SoftmaxKernel::waitForGroup(int64_t k) {
 /// by the thread that staged them, after it has issued all its copies
 /// and without a branch per element, so the loads overlap the copies (in
 /// the copy loop they stalled the copies of the row's first block, which
-/// the rest of the row waits for: docs/Performance.md).
+/// the rest of the row waits for).
 void SoftmaxKernel::loadStraddlingVectors(Value tileStart) {
   Type element = cast<MemRefType>(in.getType()).getElementType();
   Value negInf =

@@ -39,7 +39,7 @@ struct ExternDynamicSharedMemoryPass
     // Per module of kernels: only where static shared memory is there to
     // overlap. Alone, the demoted variable sits where the dynamic region
     // begins, and LLVM optimizes its accesses better than an external
-    // array's (docs/Performance.md).
+    // array's.
     getOperation()->walk([](Operation *module) {
       if (!isa<gpu::GPUModuleOp, ModuleOp>(module))
         return;

@@ -20,7 +20,7 @@ def ExternDynamicSharedMemory : Pass<"attn-extern-dynamic-shared-memory"> {
     memory. A module without any keeps the internal form, whose variable
     sits where the dynamic region begins and whose accesses LLVM optimizes
     better (the SIMT attention kernels are much slower with the extern
-    form; docs/Performance.md).
+    form).
     Run it after `convert-gpu-to-nvvm`.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
