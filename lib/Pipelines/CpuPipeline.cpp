@@ -37,7 +37,7 @@ void addTileStage(OpPassManager &pm, const CpuPipelineOptions &options) {
   TileAttentionOptions tile;
   tile.qTile = options.qTile;
   pm.addPass(createTileAttention(tile));
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createStageCanonicalizer());
 }
 
 void addDecomposeStage(OpPassManager &pm, const CpuPipelineOptions &options) {
@@ -57,7 +57,7 @@ void addBufferizeStage(OpPassManager &pm, const CpuPipelineOptions &) {
       bufferization::LayoutMapOption::IdentityLayoutMap;
   bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createStageCanonicalizer());
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
@@ -68,7 +68,7 @@ void addLoopsStage(OpPassManager &pm, const CpuPipelineOptions &) {
   pm.addPass(createForallToForLoopPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createStageCanonicalizer());
   pm.addPass(createCSEPass());
 }
 

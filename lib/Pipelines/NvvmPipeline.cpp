@@ -76,7 +76,7 @@ void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
   tile.gpuMapping = true;
   pm.addPass(createTileAttention(tile));
   pm.addPass(createTileElementwiseToGrid());
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createStageCanonicalizer());
 }
 
 void addDecomposeStage(OpPassManager &pm, const NvvmStageOptions &options) {
@@ -97,13 +97,13 @@ void addBufferizeStage(OpPassManager &pm, const NvvmStageOptions &) {
   // memory), bufferize, copy with linalg, and stage the global tiles the
   // block reads in shared memory.
   pm.addPass(createBoundTemporaries());
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createStageCanonicalizer());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createStageCanonicalizer());
   pm.addPass(createCopiesToLinalg());
   pm.addPass(createStageInWorkgroup());
 }
@@ -115,7 +115,7 @@ void addGpuStage(OpPassManager &pm, const NvvmStageOptions &options) {
   pm.addPass(createMapForallToGpu(map));
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createDistributeToThreads());
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createStageCanonicalizer());
   pm.addPass(createCSEPass());
   // Constants back into the kernel, where divisions by tile sizes fold into
   // shifts.
@@ -140,7 +140,7 @@ void addNvvmStage(OpPassManager &pm, const NvvmStageOptions &options) {
   kernels.addPass(createEnableSetMaxNReg());
   kernels.addPass(createExternDynamicSharedMemory());
   kernels.addPass(createConvertNVVMToLLVMPass());
-  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createStageCanonicalizer());
   kernels.addPass(createCSEPass());
   kernels.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createTensorMapParams());
