@@ -138,6 +138,7 @@ void addNvvmStage(OpPassManager &pm, const NvvmStageOptions &options) {
   kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   kernels.addPass(createEnableSetMaxNReg());
+  kernels.addPass(createSkipLlvmVectorizers());
   kernels.addPass(createExternDynamicSharedMemory());
   kernels.addPass(createConvertNVVMToLLVMPass());
   kernels.addPass(createStageCanonicalizer());

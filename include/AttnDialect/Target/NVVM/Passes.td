@@ -79,4 +79,25 @@ def TensorMapParams : Pass<"attn-tensor-map-params", "ModuleOp"> {
                            "::mlir::NVVM::NVVMDialect"];
 }
 
+def SkipLlvmVectorizers : Pass<"attn-skip-llvm-vectorizers"> {
+  let summary = "keep LLVM's vectorizers off the tensor-core kernels";
+  let description = [{
+    Gives each NVVM kernel (`llvm.func` with `nvvm.kernel`) that computes
+    on tensor cores (`nvvm.mma.sync`, or `nvvm.wgmma.mma_async` or the
+    `nvvm.wgmma.fence.aligned` that precedes an inline-PTX wgmma) the LLVM
+    function attribute `noimplicitfloat` (through `passthrough`), which
+    LLVM's SLP and loop vectorizers honour by leaving the function alone.
+    Those kernels move their tiles with instructions chosen where they were
+    built (ldmatrix, wide loads and stores, TMA); their fragment code is
+    long straight-line f32 arithmetic that sm_80 and sm_90 have no vector
+    instructions for. On them SLP vectorization took most of
+    `gpu-module-to-binary`'s time and changed no instruction of the PTX.
+    The other kernels keep it: it joins their scalar loads into vector
+    loads. Run it after `convert-gpu-to-nvvm`, before
+    `convert-nvvm-to-llvm`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
 #endif // ATTN_TARGET_NVVM_PASSES_TD
