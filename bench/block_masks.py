@@ -3,8 +3,10 @@
 scripts/gpu/make-bundles.sh (listed with their masks and sizes in
 gpu-bundles/block-masks.json), checks all eight lists (kv side and q side)
 against the lists of the mask evaluated everywhere by PyTorch, and times
-each build with do_bench (median). bench_peers.py uses `build` to hand
-attention bundles built with --given-block-mask their lists.
+each build with do_bench (median), checking the lists the timed calls
+wrote again after timing: a case whose lists are wrong prints FAIL in
+place of its time, and the script exits 1. bench_peers.py uses `build` to
+hand attention bundles built with --given-block-mask their lists.
 
   python3 bench/block_masks.py gpu-bundles/block-masks.json
 """
@@ -17,6 +19,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gpu_check import attn  # noqa: E402
+from reference import mask_mod  # noqa: E402
 
 
 def document_ids(length, size):
@@ -30,25 +33,14 @@ def captures(mask, length):
 
 
 def keep(mask, m, n, doc=None):
-    """[M, N] positions a built-in mask keeps (docs/Masks.md)."""
+    """[M, N] positions a built-in mask keeps (docs/Masks.md; the mask_mod
+    of bench/reference.py, which the attention checks use too)."""
     q = torch.arange(m, device="cuda")[:, None]
     kv = torch.arange(n, device="cuda")[None, :]
-    kind, *params = mask.split(":")
-    params = [int(p) for p in params]
-    if kind == "sliding-window":
-        return (kv <= q) & (q - kv <= params[0])
-    if kind == "prefix":
-        return (kv <= params[0]) | (kv <= q)
-    if kind == "document":
-        return (doc[q] == doc[kv]) & (kv <= q)
-    if kind in ("sasa", "natten"):
-        height, width, k = ([None] + params if kind == "sasa" else params)
-        r = k // 2
-        cx, cy = q // width, q % width
-        if kind == "natten":
-            cx, cy = cx.clamp(r, height - 1 - r), cy.clamp(r, width - 1 - r)
-        return ((cx - kv // width).abs() <= r) & ((cy - kv % width).abs() <= r)
-    sys.exit(f"block_masks: no reference for mask {mask}")
+    try:
+        return mask_mod(mask, doc)(None, None, q, kv)
+    except ValueError as e:
+        sys.exit(f"block_masks: {e}")
 
 
 def expected_lists(case):
@@ -114,12 +106,14 @@ def main():
     print("|---|---|---|---|---|---|")
     for case in cases:
         lists, run = build(case, os.path.dirname(manifest))
+        want = expected_lists(case)
+
+        def differ(got):
+            return [name for name, x, y in zip(FIELDS, got, want)
+                    if not torch.equal(x, y)]
         run()
         torch.cuda.synchronize()
-        wrong = [name for name, got, want in
-                 zip(FIELDS, lists, expected_lists(case))
-                 if not torch.equal(got, want)]
-        failures += bool(wrong)
+        wrong = differ(lists)
         # The lists are built in the runtime's scratch buffer, which holds
         # the last call's: a second call must give the same lists.
         again = [x.clone() for x in lists]
@@ -127,16 +121,26 @@ def main():
         torch.cuda.synchronize()
         if any(not torch.equal(x, y) for x, y in zip(again, lists)):
             wrong.append("second call differs")
-            failures += 1
+        # The timed calls' lists, checked after timing: zeroed first (as
+        # build hands them out), so that what is checked is what the timed
+        # calls wrote.
+        for x in lists:
+            x.zero_()
         ms = do_bench(run, warmup=25, rep=100, return_mode="median")
+        torch.cuda.synchronize()
+        timed = differ(lists)
+        if timed:
+            wrong.append("after timing " + ", ".join(timed))
+        failures += bool(wrong)
         visited = (lists[0].sum() + lists[2].sum()).item()
         density = visited / lists[1].numel()
         sizes = "x".join(str(case[x]) for x in ("batch", "heads", "q_len",
                                                "kv_len"))
+        # No time for lists that are wrong.
         print(f"| {case['mask']} | {sizes} | {case['q_block']} x "
               f"{case['kv_block']} | {density:.4f} | "
               f"{'PASS' if not wrong else 'FAIL ' + ', '.join(wrong)} | "
-              f"{ms:.4f} |", flush=True)
+              f"{'FAIL' if wrong else f'{ms:.4f}'} |", flush=True)
     print(f"block_masks: {len(cases) - failures} of {len(cases)} block masks "
           "match")
     sys.exit(1 if failures else 0)

@@ -21,6 +21,10 @@ import sys
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference import (TOLERANCE, attention, errors, lse_errors,  # noqa: E402
+                       mask_mod, verdict)
+
 try:
     import attn
 except ImportError as e:
@@ -78,27 +82,10 @@ def softmax_error(y, ref):
 
 
 def reference(q, k, v, causal, window, scale):
-    b, hq, m, d = q.shape
-    hkv, n = k.shape[1], k.shape[2]
-    g = hq // hkv
-    kk = k.double().repeat_interleave(g, dim=1)
-    vv = v.double().repeat_interleave(g, dim=1)
-    s = torch.einsum("bhmd,bhnd->bhmn", q.double(), kk) * scale
-    qi = torch.arange(m, device=q.device).view(m, 1)
-    ki = torch.arange(n, device=q.device).view(1, n)
-    keep = torch.ones(m, n, dtype=torch.bool, device=q.device)
-    if causal:
-        keep &= ki <= qi
-    if window:  # FlexAttention's sliding window: causal, q - kv <= W
-        keep &= (ki <= qi) & ((qi - ki) <= window)
-    s = s.masked_fill(~keep, float("-inf"))
-    mx = s.amax(-1, keepdim=True)
-    safe = torch.where(torch.isinf(mx), torch.zeros_like(mx), mx)
-    p = torch.exp(s - safe)
-    l = p.sum(-1, keepdim=True)
-    o = torch.where(l > 0, (p / l) @ vv, torch.zeros_like(q, dtype=torch.float64))
-    lse = torch.where(l > 0, safe + torch.log(l), torch.full_like(l, -math.inf))
-    return o, lse.squeeze(-1)
+    """float64 (out, lse) (bench/reference.py, which chunks the problem);
+    the window is FlexAttention's sliding window: causal, q - kv <= W."""
+    mask = mask_mod(f"sliding-window:{window}") if window else None
+    return attention(q, k, v, scale, causal=causal, mask=mask)
 
 
 def peer_error(q, k, v, causal, scale, ro):
@@ -130,23 +117,49 @@ def median_ms(run, repeats=20, warmup=1):
     return sorted(times)[len(times) // 2]
 
 
-def bench(kernel, a, dtype, d, dv, causal, lse):
+def bench(kernel, a, dtype, d, dv, causal, lse, scale):
+    """Times the --bench shape next to SDPA, then checks both timed
+    outputs (what the last timed call wrote or returned) against the
+    float64 reference (reference.verdict, attn also next to SDPA): times
+    only for results that pass. Returns 1 for a failure."""
     b, h, n = (int(x) for x in a.bench.split(","))
     q = torch.empty(b, h, n, d, device="cuda", dtype=dtype).uniform_(-1, 1)
     k = torch.empty(b, h, n, d, device="cuda", dtype=dtype).uniform_(-1, 1)
     v = torch.empty(b, h, n, dv, device="cuda", dtype=dtype).uniform_(-1, 1)
-    o = torch.empty(b, h, n, dv, device="cuda", dtype=dtype)
+    o = torch.full((b, h, n, dv), float("nan"), device="cuda", dtype=dtype)
     args = [q, k, v, o]
     if lse:
-        args.append(torch.empty(b, h, n, device="cuda"))
+        args.append(torch.full((b, h, n), float("nan"), device="cuda"))
     flops = 4.0 * b * h * n * n * d / (2 if causal else 1)
     ours = median_ms(kernel.prepare(*args), repeats=5)
-    sdpa = median_ms(lambda: torch.nn.functional.scaled_dot_product_attention(
-        q, k, v, is_causal=causal))
-    print(f"bench B={b} H={h} N={n} D={d} {a.dtype} causal={causal}: "
+    last = {}
+
+    def sdpa_call():
+        last["sdpa"] = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, is_causal=causal, scale=scale)
+    sdpa = median_ms(sdpa_call)
+    ro, rl = reference(q, k, v, causal, 0, scale)
+    ro = ro.to(dtype).double()
+    mine = errors(o, ro)
+    if lse:
+        mine.update(lse_errors(args[4], rl))
+    theirs = errors(last.pop("sdpa"), ro)
+    name = a.dtype
+    peer_ok = verdict(name, theirs) is None
+    why = verdict(name, mine, theirs if peer_ok else None, "SDPA")
+    shape = f"B={b} H={h} N={n} D={d} {name} causal={causal}"
+    errs = f"error attn {mine['err']:.2e}, SDPA {theirs['err']:.2e}"
+    problems = (([f"attn: {why}"] if why else [])
+                + ([] if peer_ok else [f"SDPA: {verdict(name, theirs)}"]))
+    if problems:
+        print(f"bench {shape}: FAIL, no times ({'; '.join(problems)}); "
+              f"{errs}")
+        return 1
+    print(f"bench {shape}: "
           f"attn {ours:.3f} ms ({flops / ours / 1e9:.2f} TFLOP/s), "
           f"torch SDPA {sdpa:.3f} ms ({flops / sdpa / 1e9:.2f} TFLOP/s), "
-          f"ratio {sdpa / ours:.4f}")
+          f"ratio {sdpa / ours:.4f}; {errs}")
+    return 0
 
 
 def problem(kernel, a):
@@ -195,17 +208,19 @@ def main():
                          "inputs with the same error measure")
     ap.add_argument("--bench", default="",
                     help="B,H,N: after the checks, time this shape (Hq = "
-                         "Hkv = H, M = N) next to PyTorch SDPA")
+                         "Hkv = H, M = N) next to PyTorch SDPA, and check "
+                         "both timed outputs")
     a = ap.parse_args()
 
     kernel = attn.Kernel(a.bundle)
     name, causal, window, lse = problem(kernel, a)
+    if a.bench and window:
+        sys.exit("gpu_check: --bench times SDPA, which has no sliding window")
     a.dtype = name
     dtype = DTYPES[name]
     d, dv = kernel.arg_types[0][0][3], kernel.arg_types[2][0][3]
-    # attn_runtime::attentionTolerance: P enters P V in bf16 on the tensor
-    # cores, which costs up to about one unit of bf16's roundoff.
-    tol = a.tolerance or {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}[name]
+    # attn_runtime::attentionTolerance (bench/reference.py says why).
+    tol = a.tolerance or TOLERANCE[name]
     scale = (kernel.computes[0]["scale"] if kernel.computes
              else 1 / math.sqrt(d))
     torch.manual_seed(0)
@@ -245,12 +260,12 @@ def main():
     if a.peer_error:
         print(f"gpu_check: SDPA flash on the same inputs: worst error "
               f"{peer_worst:.3e}")
-    if a.bench:
-        bench(kernel, a, dtype, d, dv, causal, lse)
+    bench_failed = (bench(kernel, a, dtype, d, dv, causal, lse, scale)
+                    if a.bench else 0)
     print(f"gpu_check {os.path.basename(a.bundle)} dtype={name} D={d} "
           f"causal={causal} window={window}: {cases - failures} of {cases} "
           f"cases pass (worst error {worst:.3e}, tolerance {tol:.1e})")
-    return 1 if failures else 0
+    return 1 if failures or bench_failed else 0
 
 
 if __name__ == "__main__":

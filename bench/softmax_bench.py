@@ -10,7 +10,11 @@ usage: python3 bench/softmax_bench.py gpu-bundles [VARIANT ...]
 GB/s counts one read and one write of the M x N input (M * N = 2^26, or
 2^SOFTMAX_TOTAL_LOG2; docs/Benchmarking.md); the copy reads and writes the
 same bytes. Every figure is triton's do_bench median, for attn and the peers
-alike.
+alike, and is printed only for an output checked after timing: what the
+last timed call wrote (attn's buffer, filled with NaN first) or returned
+(the peers) against a float64 softmax of the same input
+(gpu_check.softmax_error within reference.SOFTMAX_TOLERANCE); one that
+fails prints FAIL in place of its figure, and the script exits 1.
 """
 
 import json
@@ -22,6 +26,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gpu_check import attn, softmax_error, softmax_reference  # noqa: E402
+from reference import SOFTMAX_TOLERANCE  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
 
 
@@ -86,7 +91,7 @@ def check(variant):
     failures = cases = 0
     worst = {n: 0.0 for n in DTYPES}
     for name, dtype in DTYPES.items():
-        allowed = 1e-6 if name == "f32" else 1e-3
+        allowed = SOFTMAX_TOLERANCE[name]
         for (rows, n), scale in ((c, s) for c in CASES
                                  for s in (1.0, 30.0, 3e3 if name == "f16" else 1e4)):
             # Misaligned input and output (the input's alignment differing
@@ -142,7 +147,7 @@ def check(variant):
         inputs = [torch.randn(rows, n, device="cuda").to(dtype)
                   for _ in range(2)]
         refs = [softmax_reference(a) for a in inputs]
-        allowed = 1e-6 if name == "f32" else 1e-3
+        allowed = SOFTMAX_TOLERANCE[name]
         y = view(rows, n, dtype, offsets[1])
         go = run(variant, name, x, y)
         first = [None, None]
@@ -194,7 +199,8 @@ def check(variant):
 
 
 # SOFTMAX_CHECK=0 skips the correctness round (exploratory timing only: a
-# figure quoted anywhere comes from a round that checked).
+# figure quoted anywhere comes from a round that checked); the timed
+# outputs below are checked either way.
 failures = (sum(check(v) for v in variants)
             if os.environ.get("SOFTMAX_CHECK", "1") != "0" else 0)
 
@@ -209,6 +215,29 @@ TOTAL_LOG2 = int(os.environ.get("SOFTMAX_TOTAL_LOG2", "26"))
 PEERS = os.environ.get("SOFTMAX_PEERS", "1") != "0"
 compiled = torch.compile(lambda t: torch.softmax(t, dim=-1))
 rows_out = []
+
+
+def checked(row, key, y, ref, name, gbs):
+    """Stores the error of output y (what the last timed call wrote or
+    returned) against the float64 softmax `ref` as row[key + "_err"], and
+    gbs as row[key + "_gbs"] only if the error is within
+    SOFTMAX_TOLERANCE[name]: otherwise row[key + "_fail"], a FAIL line and
+    no figure. Returns 1 for a failure."""
+    err = softmax_error(y, ref)
+    row[key + "_err"] = err
+    allowed = SOFTMAX_TOLERANCE[name]
+    if err <= allowed and torch.isfinite(y).all().item():
+        row[key + "_gbs"] = gbs
+        return 0
+    row[key + "_fail"] = f"error {err:.2e} > {allowed:.0e}"
+    print(f"FAIL {key} {name} M={row['M']} N={row['N']} (timed): "
+          f"{row[key + '_fail']}", flush=True)
+    return 1
+
+
+# Every figure is of a call whose output is checked after timing: the
+# output buffer (attn, filled with NaN first) or the tensor the last timed
+# call returned (the peers) against a float64 softmax of the same input.
 for name in ("f32", "f16"):
     dtype = DTYPES[name]
     total = 1 << TOTAL_LOG2
@@ -217,35 +246,76 @@ for name in ("f32", "f16"):
     copy_ms = median_ms(lambda: y0.copy_(x0))
     bytes_moved = 2 * total * x0.element_size()
     copy = bytes_moved / copy_ms / 1e6
+    if not torch.equal(y0, x0):
+        failures += 1
+        print(f"FAIL copy {name}: the copy differs from its input")
+        copy = float("nan")
     for n in SIZES:
         m = total // n
         x = x0[: m * n].view(m, n)
         y = torch.empty_like(x)
+        ref = softmax_reference(x)
         moved = 2 * m * n * x.element_size()
         row = {"dtype": name, "N": n, "M": m, "copy_gbs": copy}
         for variant in variants:
+            y.fill_(float("nan"))
             ours = median_ms(run(variant, name, x, y))
-            row[f"attn{variant and '_' + variant}_gbs"] = moved / ours / 1e6
-        eager = comp = float("nan")
+            torch.cuda.synchronize()
+            failures += checked(row, f"attn{variant and '_' + variant}", y,
+                                ref, name, moved / ours / 1e6)
         if PEERS:
-            eager = median_ms(lambda: torch.softmax(x, dim=-1))
+            last = {}
+
+            def eager():
+                last["torch"] = torch.softmax(x, dim=-1)
+
+            def comp():
+                last["compiled"] = compiled(x)
+            ms = median_ms(eager)
+            torch.cuda.synchronize()
+            failures += checked(row, "torch", last.pop("torch"), ref, name,
+                                moved / ms / 1e6)
             try:
-                comp = median_ms(lambda: compiled(x))
+                ms = median_ms(comp)
+                torch.cuda.synchronize()
+                failures += checked(row, "compiled", last.pop("compiled"),
+                                    ref, name, moved / ms / 1e6)
             except Exception as e:  # noqa: BLE001
                 print(f"torch.compile failed for N={n}: {e}")
-        row["torch_gbs"] = moved / eager / 1e6
-        row["compiled_gbs"] = moved / comp / 1e6
-        row["attn_of_copy"] = row["attn_gbs"] / copy
+        if "attn_gbs" in row:
+            row["attn_of_copy"] = row["attn_gbs"] / copy
+        del ref
         rows_out.append(row)
         print(json.dumps(row), flush=True)
 
-extra = [f"attn_{v}_gbs" for v in variants[1:]]
+
+def cell(r, key, fmt="{:.0f}"):
+    """A figure, FAIL for an output that failed its check, nan for none
+    (SOFTMAX_PEERS=0, or torch.compile failed)."""
+    if key + "_fail" in r:
+        return "FAIL"
+    return fmt.format(r.get(key + "_gbs", float("nan")))
+
+
+errs = ["attn"] + [f"attn_{v}" for v in variants[1:]] + ["torch", "compiled"]
 print("\n| dtype | N | M | attn GB/s | torch.softmax | torch.compile | copy | "
-      "attn/copy |" + "".join(f" {v} |" for v in variants[1:]))
-print("|---|---|---|---|---|---|---|---|" + "---|" * len(extra))
+      "attn/copy |" + "".join(f" {v} |" for v in variants[1:])
+      + " err " + "/".join(["attn"] + variants[1:] + ["torch", "compile"])
+      + " |")
+print("|---|---|---|---|---|---|---|---|" + "---|" * (len(variants) - 1)
+      + "---|")
 for r in rows_out:
-    print(f"| {r['dtype']} | {r['N']} | {r['M']} | {r['attn_gbs']:.0f} | "
-          f"{r['torch_gbs']:.0f} | {r['compiled_gbs']:.0f} | "
-          f"{r['copy_gbs']:.0f} | {r['attn_of_copy']:.2f} |" +
-          "".join(f" {r[k]:.0f} ({r[k] / r['copy_gbs']:.2f}) |" for k in extra))
+    print(f"| {r['dtype']} | {r['N']} | {r['M']} | {cell(r, 'attn')} | "
+          f"{cell(r, 'torch')} | {cell(r, 'compiled')} | "
+          f"{r['copy_gbs']:.0f} | "
+          + (f"{r['attn_of_copy']:.2f}" if "attn_of_copy" in r else "n/a")
+          + " |"
+          + "".join(f" {cell(r, k)} ({r[k + '_gbs'] / r['copy_gbs']:.2f}) |"
+                    if k + "_gbs" in r else f" {cell(r, k)} |"
+                    for k in errs[1:len(variants)])
+          + " " + "/".join(f"{r[k + '_err']:.1e}" if k + "_err" in r
+                           else "-" for k in errs) + " |")
+print("softmax_bench: every figure above checked after timing "
+      "(gpu_check.softmax_error; tolerance 1e-6 f32, 1e-3 f16/bf16)"
+      + (f"; {failures} FAIL" if failures else ""))
 sys.exit(1 if failures else 0)
