@@ -4,8 +4,9 @@
 # each fuzzer for FUZZ_SECONDS, default 60; ATTN_FUZZ=0 skips it), then the
 # whole suite (lit + FileCheck, unit tests, Python tests, the plugin in
 # Debian's mlir-opt and the installed package) built with GCC and again
-# built with clang when ATTN_CLANG=1; ends with ctest's
-# summary.
+# built with clang when ATTN_CLANG=1 (as .ci/run does); ends with ctest's
+# summary. ATTN_REQUIRE_PTXAS=1 makes a missing ptxas an error of the lit
+# suite instead of skipped tests.
 # Usage: scripts/test.sh [build-dir]
 #   (the fuzzing build: <build-dir>-fuzz, the clang build: <build-dir>-clang)
 set -euo pipefail

@@ -61,3 +61,7 @@ ptxas = shutil.which("ptxas") or (
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+elif os.environ.get("ATTN_REQUIRE_PTXAS", "0") != "0":
+    # CI has the CUDA toolkit: a missing ptxas must fail, not skip tests.
+    lit_config.fatal("ATTN_REQUIRE_PTXAS is set but ptxas is not on PATH "
+                     "or in /usr/local/cuda/bin")
