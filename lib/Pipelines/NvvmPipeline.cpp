@@ -7,11 +7,14 @@
 // PTX. One kernel serves every B, H, M and N: the grid is computed from the
 // sizes at launch.
 //
-// The attention kernel is chosen by `strategy`: `mma` (the default) lowers
-// f16/bf16 attention on sm_80 and newer to the tensor-core kernel of
-// attn-attention-to-mma before tiling; `simt`, and every op that kernel does
-// not serve (f32, head dims of 8 mod 16), stages K/V tiles in shared memory
-// and distributes the tile-level linalg ops over the block's threads.
+// The attention kernel is chosen by `strategy`: `auto` (the default) lowers
+// f16/bf16 attention on sm_80 and newer to the tensor-core kernels of
+// attn-attention-to-mma before tiling (wgmma-ws where sm_90a's wgmma serves
+// the op, else mma-sync); `simt`, and under `auto` every op those kernels
+// do not serve (f32, head dims of 8 mod 16), stages K/V tiles in shared
+// memory and distributes the tile-level linalg ops over the block's
+// threads. `mma-sync`, `wgmma` and `wgmma-ws` put every attention op on
+// that kernel or fail naming the op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,9 +45,11 @@ struct NvvmStageOptions {
   const nvvm::TargetInfo &target;
 };
 
-/// Whether f16/bf16 attention goes to the tensor-core kernel.
+/// Whether f16/bf16 attention goes to the tensor-core kernels (under
+/// auto, on chips that have them).
 bool usesTensorCores(const NvvmStageOptions &options) {
-  return options.pipeline.strategy == "mma" && options.target.hasAsyncCopy();
+  return options.pipeline.strategy != KernelStrategy::Simt &&
+         options.target.hasAsyncCopy();
 }
 
 void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
@@ -62,7 +67,7 @@ void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
     mma.kvTile = options.pipeline.kvTile;
     mma.warps = options.pipeline.warps;
     mma.stages = options.pipeline.stages;
-    mma.warpSpecialized = options.pipeline.warpSpecialized;
+    mma.strategy = options.pipeline.strategy;
     mma.sharedMemoryPerBlock = options.target.sharedMemoryPerBlock;
     mma.boundsChecks = options.pipeline.boundsChecks;
     mma.warpgroupMma = options.target.hasWarpgroupMma();
@@ -176,10 +181,17 @@ LogicalResult mlir::attn::buildNvvmPipeline(
                         options.chip.getValue() +
                         "': the kernels need sm_75 or newer, one of " +
                         nvvm::knownTargetNames());
-  if (options.strategy != "mma" && options.strategy != "simt")
-    return errorHandler("attn-lower-to-nvvm: unknown strategy '" +
-                        options.strategy.getValue() +
-                        "' (expected mma or simt)");
+  StringRef strategy = stringifyKernelStrategy(options.strategy);
+  if (options.strategy == KernelStrategy::MmaSync && !target->hasAsyncCopy())
+    return errorHandler("attn-lower-to-nvvm: strategy mma-sync needs sm_80 "
+                        "or newer, not " +
+                        options.chip.getValue());
+  if ((options.strategy == KernelStrategy::Wgmma ||
+       options.strategy == KernelStrategy::WgmmaWs) &&
+      !target->hasWarpgroupMma())
+    return errorHandler("attn-lower-to-nvvm: strategy " + strategy +
+                        " needs wgmma, which only sm_90a has, not " +
+                        options.chip.getValue());
   if (options.qTile < 0 || options.kvTile < 0 || options.threads <= 0 ||
       options.threads > nvvm::kMaxThreadsPerBlock || options.qTile > kMaxTile ||
       options.kvTile > kMaxTile)

@@ -160,6 +160,18 @@ public:
     return out;
   }
 
+  /// The kernel strategy spelled `name` as attn-lower-to-nvvm spells it.
+  static std::optional<attn::KernelStrategy>
+  parseStrategy(const std::string &name) {
+    for (attn::KernelStrategy kind :
+         {attn::KernelStrategy::Auto, attn::KernelStrategy::Simt,
+          attn::KernelStrategy::MmaSync, attn::KernelStrategy::Wgmma,
+          attn::KernelStrategy::WgmmaWs})
+      if (attn::stringifyKernelStrategy(kind) == name)
+        return kind;
+    return std::nullopt;
+  }
+
   /// attn-lower-to-nvvm with typed options: nothing is parsed from text.
   void lowerToNvvm(const std::string &chip, int64_t qTile, int64_t kvTile,
                    int64_t threads, const std::string &format,
@@ -181,7 +193,13 @@ public:
     options.format = format;
     options.until = until;
     options.boundsChecks = boundsChecks;
-    options.strategy = strategy;
+    std::optional<attn::KernelStrategy> kind = parseStrategy(strategy);
+    if (!kind)
+      throw nb::value_error(("attn: unknown strategy '" + strategy +
+                             "' (expected auto, simt, mma-sync, wgmma or "
+                             "wgmma-ws)")
+                                .c_str());
+    options.strategy = *kind;
     runBuilt(*module, "attn-lower-to-nvvm",
              [&](OpPassManager &pm, auto errorHandler) {
                return attn::buildNvvmPipeline(pm, options, errorHandler);
@@ -485,12 +503,13 @@ NB_MODULE(_compiler, m) {
            nb::arg("q_tile") = 0, nb::arg("kv_tile") = 0,
            nb::arg("threads") = 128, nb::arg("format") = "isa",
            nb::arg("until") = "binary", nb::arg("bounds_checks") = false,
-           nb::arg("strategy") = "mma",
+           nb::arg("strategy") = "auto",
            "Runs attn-lower-to-nvvm on the module in place, its options "
            "given as values (chip e.g. 'sm_90'; q_tile and kv_tile 0: chosen "
            "to fit the chip; format 'isa' or 'bin'; until "
            "'tile', 'decompose', 'bufferize', 'gpu', 'nvvm' or 'binary'; "
-           "strategy 'mma' (f16/bf16 on tensor cores) or 'simt').")
+           "strategy 'auto' (per op, the fastest kernel the chip has that "
+           "serves it), 'simt', 'mma-sync', 'wgmma' or 'wgmma-ws').")
       .def("lower_to_cpu", &Module::lowerToCpu, nb::arg("q_tile") = 64,
            nb::arg("kv_tile") = 64, nb::arg("row_tile") = 4096,
            nb::arg("until") = "llvm", nb::arg("bounds_checks") = true,

@@ -151,6 +151,8 @@ def test_compile_cpu_takes_a_module():
     (dict(chip="sm_90", kv_tile="64"), TypeError, "kv_tile="),
     (dict(chip="sm_90", bounds_checks="no"), TypeError, "bounds_checks="),
     (dict(chip="sm_90", directory=3), TypeError, "directory="),
+    (dict(chip="sm_90", strategy=3), TypeError, "strategy="),
+    (dict(chip="sm_90", strategy="mma"), ValueError, "unknown strategy 'mma'"),
 ])
 def test_compile_gpu_arguments(kwargs, error, message):
     with pytest.raises(error, match=message):
@@ -181,6 +183,18 @@ def test_typed_lowering():
     assert "attn.mma_tiles = {bands = 2 : i64, kv_tile = 64 : i64" in str(chosen)
     with pytest.raises(ValueError, match="unknown strategy 'tf32'"):
         module.clone().lower_to_nvvm("sm_90", strategy="tf32")
+    # Every kernel by name; one that cannot serve the op, or that the chip
+    # lacks, is an error saying why.
+    chosen = module.clone()
+    chosen.lower_to_nvvm("sm_90a", until="tile", strategy="wgmma")
+    assert "attn.wgmma" in str(chosen)
+    assert "attn.warp_specialized" not in str(chosen)
+    with pytest.raises(ValueError, match="strategy wgmma-ws needs wgmma"):
+        module.clone().lower_to_nvvm("sm_90", strategy="wgmma-ws")
+    f32 = attn.Module.parse(str(module).replace("f16", "f32"))
+    with pytest.raises(RuntimeError, match="cannot run on strategy mma-sync: "
+                                           "it needs f16 or bf16 inputs"):
+        f32.lower_to_nvvm("sm_90", strategy="mma-sync")
     with pytest.raises(ValueError, match="unknown stage"):
         module.clone().lower_to_cpu(until="tile},canonicalize{")
     with pytest.raises(ValueError, match="format"):

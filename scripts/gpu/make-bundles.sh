@@ -99,7 +99,7 @@ done
 if [ "$chip" = sm_90a ]; then
   for mask in full "causal:--causal" "window1024-given:--mask=sliding-window:1024 --given-block-mask=128" \
               "document512-given:--mask=document --given-block-mask=128"; do
-    options="warp-specialized=0" make_bundle "bench-bf16-d128-${mask%%:*}-wsoff" \
+    options="strategy=wgmma" make_bundle "bench-bf16-d128-${mask%%:*}-wsoff" \
       --dtype=bf16 --head-dim=128 $([ "$mask" = full ] || echo "${mask#*:}")
   done
 fi

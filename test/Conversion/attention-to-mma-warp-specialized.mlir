@@ -1,5 +1,5 @@
-// RUN: attn-opt %s --attn-attention-to-mma="wgmma=true warp-specialized=true" | FileCheck %s
-// RUN: attn-opt %s --attn-attention-to-mma="warp-specialized=true" | FileCheck %s --check-prefix=MMA-SYNC
+// RUN: attn-opt %s --attn-attention-to-mma="wgmma=true strategy=wgmma-ws" | FileCheck %s
+// RUN: attn-opt %s --attn-attention-to-mma="strategy=mma-sync" | FileCheck %s --check-prefix=MMA-SYNC
 
 // The persistent kernel: one block per SM (at most one per tile), a
 // zeroed two-word workspace for the tile counter, TMA tensor maps of Q, K

@@ -4,7 +4,10 @@
 // RUN: attn-opt %s --split-input-file --attn-attention-to-mma="stages=1 warps=8" | FileCheck %s --check-prefix=STAGES
 // RUN: not attn-opt %s --attn-attention-to-mma="q-tile=64 warps=8" 2>&1 | FileCheck %s --check-prefix=WARPS
 // RUN: not attn-opt %s --attn-attention-to-mma="stages=3" 2>&1 | FileCheck %s --check-prefix=WARPS3
-// RUN: attn-opt %s --split-input-file --attn-attention-to-mma="wgmma=true" | FileCheck %s --check-prefix=WGMMA
+// strategy=wgmma refuses the f32 and D = 32 ops below (stderr); the others
+// print.
+// RUN: not attn-opt %s --split-input-file --attn-attention-to-mma="wgmma=true strategy=wgmma" | FileCheck %s --check-prefix=WGMMA
+// RUN: attn-opt %s --split-input-file --attn-attention-to-mma="wgmma=true" | FileCheck %s --check-prefix=AUTO-WGMMA
 // RUN: attn-opt %s --split-input-file --attn-attention-to-mma="wgmma=true stages=1" | FileCheck %s --check-prefix=WGMMA-STAGES
 
 // bf16, D = 64, causal, with the logsumexp: one launch over (q-blocks,
@@ -238,11 +241,14 @@ func.func @not_served(%q: tensor<1x1x?x64xf32>, %o: tensor<1x1x?x64xf32>,
 
 // -----
 
-// Head dims other than 64 and 128 stay on mma.sync under wgmma=true.
-// WGMMA-LABEL: func.func @narrow_head_dim
-// WGMMA: nvvm.mma.sync
-// WGMMA-NOT: attn.wgmma
-// WGMMA: } {attn.mma_tiles = {{.*}}}
+// Head dims other than 64 and 128 stay on mma.sync under strategy=auto
+// with wgmma=true, where the others take the warp-specialized kernel.
+// AUTO-WGMMA-LABEL: func.func @causal_bf16
+// AUTO-WGMMA: attn.warp_specialized, attn.wgmma}
+// AUTO-WGMMA-LABEL: func.func @narrow_head_dim
+// AUTO-WGMMA: nvvm.mma.sync
+// AUTO-WGMMA-NOT: attn.wgmma
+// AUTO-WGMMA: } {attn.mma_tiles = {{.*}}}
 func.func @narrow_head_dim(%q: tensor<1x2x?x32xbf16>, %k: tensor<1x2x?x32xbf16>,
                            %v: tensor<1x2x?x32xbf16>, %o: tensor<1x2x?x32xbf16>)
     -> tensor<1x2x?x32xbf16> {

@@ -1,13 +1,13 @@
-// attn-lower-to-nvvm with the tensor-core kernel (strategy=mma, the default
-// for f16/bf16 from sm_80 on), stopped after each stage; sm_75 has no
-// cp.async and keeps the SIMT kernel.
+// attn-lower-to-nvvm with the mma.sync tensor-core kernel (strategy=auto's
+// choice for f16/bf16 from sm_80 on, but for sm_90a's wgmma), stopped after
+// each stage; sm_75 has no cp.async and keeps the SIMT kernel
+// (kernel-strategy.mlir has every strategy and refusal).
 // RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=tile" | FileCheck %s --check-prefix=TILE
 // RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=bufferize" | FileCheck %s --check-prefix=BUFFERIZE
 // RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=gpu" | FileCheck %s --check-prefix=GPU
 // RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_90 until=nvvm" | FileCheck %s --check-prefix=NVVM
 // RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_80" | FileCheck %s --check-prefix=BINARY
 // RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_75 until=tile" | FileCheck %s --check-prefix=SM75
-// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 strategy=wgmma" 2>&1 | FileCheck %s --check-prefix=STRATEGY
 
 // TILE: gpu.launch
 // TILE: nvgpu.ldmatrix
@@ -37,8 +37,6 @@
 // SM75-NOT: gpu.launch
 // SM75: scf.forall
 // SM75: attn.attention
-
-// STRATEGY: attn-lower-to-nvvm: unknown strategy 'wgmma' (expected mma or simt)
 
 func.func @causal_bf16(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
                        %v: tensor<?x2x?x64xbf16>, %o: tensor<?x8x?x64xbf16>)

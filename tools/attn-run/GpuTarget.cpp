@@ -45,7 +45,7 @@ GpuTarget::create(ModuleOp module, func::FuncOp func,
   pipeline.qTile = options.qTile;
   pipeline.kvTile = options.kvTile;
   pipeline.threads = options.threads;
-  pipeline.warpSpecialized = options.warpSpecialized;
+  pipeline.strategy = options.strategy;
   std::string pipelineError;
   if (failed(attn::buildNvvmPipeline(pm, pipeline, [&](const llvm::Twine &msg) {
         pipelineError = msg.str();

@@ -10,6 +10,7 @@
 #ifndef ATTN_TOOLS_ATTN_RUN_GPUTARGET_H
 #define ATTN_TOOLS_ATTN_RUN_GPUTARGET_H
 
+#include "AttnDialect/Conversion/KernelStrategy.h"
 #include "AttnRuntime/Bundle.h"
 #include "AttnRuntime/CudaDriver.h"
 #include "AttnRuntime/HostTensor.h"
@@ -27,8 +28,9 @@ namespace attn_run {
 
 struct GpuOptions {
   std::string chip; // empty: the chip of the GPU found
-  int64_t qTile = 64, kvTile = 64, threads = 128;
-  bool warpSpecialized = true;
+  // Tiles of 0 and strategy auto: the pipeline's defaults.
+  int64_t qTile = 0, kvTile = 0, threads = 128;
+  mlir::attn::KernelStrategy strategy = mlir::attn::KernelStrategy::Auto;
   int repeat = 0; // timed runs after the checked one; 0: time the checked run
 };
 

@@ -157,19 +157,23 @@ static SizeOpt givenBlockMask(
 static cl::opt<bool> emitVariant("emit-variant",
                                  cl::desc("print the generated IR and stop"),
                                  cl::cat(category));
-static SizeOpt qTile("q-tile", cl::init(64), cl::cat(category));
+static SizeOpt qTile("q-tile", cl::init(0),
+                     cl::desc("query rows per tile (0: 64 on the CPU, the "
+                              "pipeline's choice per kernel on the GPU)"),
+                     cl::cat(category));
 static cl::opt<std::string> transformFile(
     "transform", cl::init(""),
     cl::desc("a transform-dialect file whose @__transform_main runs on the "
              "input before the CPU pipeline (e.g. split-kv tiling)"),
     cl::value_desc("FILE.mlir"), cl::cat(category));
-static SizeOpt kvTile("kv-tile", cl::init(64), cl::cat(category));
-static cl::opt<bool> warpSpecialized(
-    "warp-specialized", cl::init(true),
-    cl::desc("--target=gpu on sm_90a: the persistent wgmma kernel whose "
-             "producer warpgroup copies the tiles (default on; off: one "
-             "block per q-tile)"),
-    cl::cat(category));
+static SizeOpt kvTile("kv-tile", cl::init(0),
+                      cl::desc("keys per kv step (0: as --q-tile)"),
+                      cl::cat(category));
+static cl::opt<attn::KernelStrategy> strategy(
+    "strategy", cl::init(attn::KernelStrategy::Auto),
+    cl::desc("--target=gpu: the attention kernels (attn-lower-to-nvvm's "
+             "strategy; default auto, the pipeline's choice)"),
+    attn::kernelStrategyValues(), cl::cat(category));
 static cl::opt<bool> boundsChecks(
     "bounds-checks", cl::init(true),
     cl::desc("compile the CPU kernel with region bounds checks: a captured "
@@ -203,8 +207,9 @@ std::unique_ptr<attn::CpuKernel>
 compileForCpu(ModuleOp module, func::FuncOp func, double &compileMs) {
   auto start = std::chrono::steady_clock::now();
   attn::CpuPipelineOptions options;
-  options.qTile = qTile;
-  options.kvTile = kvTile;
+  // The CPU pipeline takes tiles as given.
+  options.qTile = qTile > 0 ? qTile.getValue() : 64;
+  options.kvTile = kvTile > 0 ? kvTile.getValue() : 64;
   options.rowTile = rowTile;
   options.boundsChecks = boundsChecks;
   auto kernel =
@@ -231,7 +236,7 @@ std::unique_ptr<GpuTarget> compileFor(ModuleOp module, func::FuncOp func,
   options.qTile = qTile;
   options.kvTile = kvTile;
   options.threads = blockThreads;
-  options.warpSpecialized = warpSpecialized;
+  options.strategy = strategy;
   options.repeat = repeat;
   auto created = GpuTarget::create(module, func, options);
   if (!created)

@@ -3,6 +3,8 @@
 #ifndef ATTNDIALECT_CONVERSION_PASSES_H
 #define ATTNDIALECT_CONVERSION_PASSES_H
 
+#include "AttnDialect/Conversion/KernelStrategy.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

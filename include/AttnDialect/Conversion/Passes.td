@@ -112,9 +112,11 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
     head dims that are multiples of 16, by one `gpu.launch` on the op's
     buffers (`bufferization.to_buffer` / `to_tensor`, so it runs before
     bufferization): the FlashAttention-2 forward on `mma.sync` tensor
-    cores. Other ops (f32 inputs, head dims of 8 mod 16) are left for the
-    SIMT lowering; f32 stays off tensor cores because tf32 would miss the
-    f32 tolerance.
+    cores. Under `strategy=auto` other ops (f32 inputs, head dims of 8 mod
+    16) are left for the SIMT lowering; under `mma-sync`, `wgmma` or
+    `wgmma-ws` an op the kernel cannot serve is an error that names the op
+    and why. f32 stays off tensor cores because tf32 would miss the f32
+    tolerance.
 
     A block computes `q-tile` query rows of one (batch, head) over every
     kv-block; each of its q-tile / 16 warps owns 16 rows. The grid is
@@ -147,17 +149,19 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
       in shared memory and stores them in 16-byte vectors; the logsumexp
       output, when present, is natural-log.
 
-    With `wgmma` (set by attn-lower-to-nvvm for sm_90a), ops with head
-    dims 64 and 128 run both contractions on Hopper's `wgmma.mma_async`
+    With `strategy=wgmma` or `wgmma-ws` (and under `auto` where `wgmma`
+    says the chip has it, as attn-lower-to-nvvm sets for sm_90a), ops with
+    head dims 64 and 128 run both contractions on Hopper's `wgmma.mma_async`
     instead: two warpgroups of 64 rows per block, Q, K and V in shared
     memory in the 128-byte swizzle layout, S from two shared-memory
     descriptors, P V with P from registers, and the softmax of S_j
     overlapping the P_j-1 V_j-1 wgmma (FlashAttention-3's intra-warpgroup
-    pipelining); the launch carries `attn.wgmma`. Tiles given for
-    mma.sync that wgmma cannot take (4 warps of 128 rows, one K/V stage)
-    keep mma.sync.
+    pipelining); the launch carries `attn.wgmma`. Under `auto`, tiles
+    given for mma.sync that wgmma cannot take (4 warps of 128 rows, one
+    K/V stage) keep mma.sync; under `wgmma` and `wgmma-ws` they are an
+    error.
 
-    With `warp-specialized` (and wgmma), the kernel is persistent and
+    With `wgmma-ws` (auto's choice on sm_90a), the kernel is persistent and
     warp-specialized, as FlashAttention-3's: min(tiles, SMs) blocks
     (`attn.multiprocessor_count`) of 384 threads take q-tiles from a
     counter in a zeroed two-word `attn.workspace` (the last block out
@@ -199,12 +203,17 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
     Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"false",
            "guard the regions' reads of captured tensors and their integer "
            "divisions; a violation prints what and where and traps">,
+    Option<"strategy", "strategy", "::mlir::attn::KernelStrategy",
+           /*default=*/"::mlir::attn::KernelStrategy::Auto",
+           "which kernel: auto serves each op it can with the fastest "
+           "kernel (wgmma-ws where wgmma is available and serves it, else "
+           "mma-sync) and leaves the others; mma-sync, wgmma and wgmma-ws "
+           "serve every attention op or fail naming why (simt: none)",
+           [{::mlir::attn::kernelStrategyValues()}]>,
     Option<"warpgroupMma", "wgmma", "bool", /*default=*/"false",
-           "compute head dims of 64 and 128 with sm_90a wgmma instead of "
-           "mma.sync (attn-lower-to-nvvm sets it for sm_90a)">,
-    Option<"warpSpecialized", "warp-specialized", "bool", /*default=*/"false",
-           "with wgmma: a persistent kernel whose producer warpgroup copies "
-           "the tiles for the two computing ones">
+           "the chip runs wgmma (sm_90a; attn-lower-to-nvvm sets it from "
+           "the chip): needed by strategy wgmma and wgmma-ws, and what "
+           "auto takes where it serves">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -3,6 +3,8 @@
 #ifndef ATTNDIALECT_PIPELINES_PIPELINES_H
 #define ATTNDIALECT_PIPELINES_PIPELINES_H
 
+#include "AttnDialect/Conversion/KernelStrategy.h"
+
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Support/LLVM.h"
 
@@ -72,13 +74,15 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
       llvm::cl::desc("keys per kv-loop step (0: chosen per kernel, as "
                      "q-tile)"),
       llvm::cl::init(0)};
-  Option<std::string> strategy{
+  Option<KernelStrategy> strategy{
       *this, "strategy",
-      llvm::cl::desc("how attention kernels compute: mma (f16/bf16 on "
-                     "mma.sync tensor cores from sm_80 on, everything else "
-                     "as simt) or simt (the tile-level linalg ops "
-                     "distributed over the block's threads)"),
-      llvm::cl::init("mma")};
+      llvm::cl::desc("which attention kernels: auto (per op, the fastest "
+                     "the chip has that serves it: wgmma-ws on sm_90a for "
+                     "head dims 64 and 128, mma-sync for other f16/bf16 "
+                     "ops on sm_80 and newer, simt for the rest), simt, "
+                     "mma-sync, wgmma or wgmma-ws (each op on that kernel, "
+                     "or an error that names the op and why)"),
+      llvm::cl::init(KernelStrategy::Auto), kernelStrategyValues()};
   Option<int64_t> warps{
       *this, "warps",
       llvm::cl::desc("mma kernels: warps per block (0: chosen per head dim; "
@@ -89,12 +93,6 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
       llvm::cl::desc("mma kernels: K/V buffers in shared memory, 1 or 2 "
                      "(0: 2)"),
       llvm::cl::init(0)};
-  Option<bool> warpSpecialized{
-      *this, "warp-specialized",
-      llvm::cl::desc("wgmma kernels (sm_90a): persistent, with a producer "
-                     "warpgroup that copies the tiles for the computing ones "
-                     "(off: one block per q-tile, every warp copying)"),
-      llvm::cl::init(true)};
   Option<int64_t> threads{*this, "threads",
                           llvm::cl::desc("threads per block (1 to 1024)"),
                           llvm::cl::init(128)};

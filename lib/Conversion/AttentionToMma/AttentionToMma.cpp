@@ -32,14 +32,21 @@ using namespace mlir::attn::mma;
 
 namespace {
 
-/// Whether the tensor-core kernel computes `op`: 16-bit inputs and head
-/// dims it can split into k16 steps, outside any kernel, and, with a block
-/// mask, not a tile of a larger op (its lists are the whole problem's).
-bool servesOp(AttentionOp op) {
+/// Why the tensor-core kernels cannot compute `op`, or "" if they can:
+/// 16-bit inputs and head dims they can split into k16 steps, and, with a
+/// block mask, not a tile of a larger op (its lists are the whole
+/// problem's).
+std::string whyNotServed(AttentionOp op) {
   Type element = op.getQueryType().getElementType();
-  return (element.isF16() || element.isBF16()) && op.getHeadDim() % 16 == 0 &&
-         op.getValueHeadDim() % 16 == 0 && !inGpuKernel(op) &&
-         !(op.getBlockMask() && !op.getOffsets().empty());
+  if (!element.isF16() && !element.isBF16())
+    return "it needs f16 or bf16 inputs (f32 would need tf32, which misses "
+           "the f32 tolerance)";
+  if (op.getHeadDim() % 16 != 0 || op.getValueHeadDim() % 16 != 0)
+    return "its head dims (" + std::to_string(op.getHeadDim()) + ", " +
+           std::to_string(op.getValueHeadDim()) + ") are not multiples of 16";
+  if (op.getBlockMask() && !op.getOffsets().empty())
+    return "it is a tile of a larger op with a block mask";
+  return "";
 }
 
 struct AttentionToMmaPass : attn::impl::AttentionToMmaBase<AttentionToMmaPass> {
@@ -69,11 +76,34 @@ struct AttentionToMmaPass : attn::impl::AttentionToMmaBase<AttentionToMmaPass> {
           << " and " << stages.getValue() << " stages";
       return signalPassFailure();
     }
+    if (!warpgroupMma && (strategy == KernelStrategy::Wgmma ||
+                          strategy == KernelStrategy::WgmmaWs)) {
+      getOperation()->emitError()
+          << "attn-attention-to-mma: strategy "
+          << stringifyKernelStrategy(strategy)
+          << " needs a chip with wgmma (sm_90a; wgmma=true)";
+      return signalPassFailure();
+    }
+    if (strategy == KernelStrategy::Simt)
+      return;
+    // Ops inside kernels are parts of other kernels.
     SmallVector<AttentionOp> ops;
-    getOperation()->walk([&](AttentionOp op) {
-      if (servesOp(op))
+    WalkResult walk = getOperation()->walk([&](AttentionOp op) {
+      if (inGpuKernel(op))
+        return WalkResult::advance();
+      std::string why = whyNotServed(op);
+      if (why.empty()) {
         ops.push_back(op);
+        return WalkResult::advance();
+      }
+      if (strategy == KernelStrategy::Auto)
+        return WalkResult::advance();
+      op.emitOpError() << "cannot run on strategy "
+                       << stringifyKernelStrategy(strategy) << ": " << why;
+      return WalkResult::interrupt();
     });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
     IRRewriter rewriter(&getContext());
     for (AttentionOp op : ops)
       if (failed(lower(rewriter, op)))
@@ -106,13 +136,29 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     lists = *read;
   }
   MmaTiles given{qTile, kvTile, bands, stages};
+  bool explicitWgmma =
+      strategy == KernelStrategy::Wgmma || strategy == KernelStrategy::WgmmaWs;
+  if (explicitWgmma && !servesWarpgroupMma(shape))
+    return op.emitOpError()
+           << "cannot run on strategy " << stringifyKernelStrategy(strategy)
+           << ": wgmma serves head dims of 64 and 128, not D = "
+           << shape.headDim << ", Dv = " << shape.valueHeadDim;
   given.warpgroup =
-      warpgroupMma && servesWarpgroupMma(shape) && bands.getValue() <= 1;
-  given.warpSpecialized = given.warpgroup && warpSpecialized;
+      explicitWgmma || (strategy == KernelStrategy::Auto && warpgroupMma &&
+                        servesWarpgroupMma(shape) && bands.getValue() <= 1);
+  given.warpSpecialized = given.warpgroup && strategy != KernelStrategy::Wgmma;
   std::optional<MmaTiles> tiles =
       chooseTiles(shape, given, warps, sharedMemoryPerBlock);
-  // Tiles given for mma.sync (bands of 32 rows, 64-row warpgroups cut,
-  // one K/V stage) keep it.
+  if (!tiles && explicitWgmma)
+    return op.emitOpError()
+           << "has no " << stringifyKernelStrategy(strategy)
+           << " tiles that fit " << sharedMemoryPerBlock.getValue()
+           << " bytes of shared memory per block (q-tile " << qTile.getValue()
+           << ", a multiple of 64; kv-tile " << kvTile.getValue() << "; bands "
+           << bands.getValue() << ", 1; stages " << stages.getValue()
+           << ", 2; warps " << warps.getValue() << ")";
+  // Under auto, tiles given for mma.sync (bands of 32 rows, 64-row
+  // warpgroups cut, one K/V stage) keep it.
   if (!tiles && given.warpgroup) {
     given.warpgroup = false;
     given.warpSpecialized = false;

@@ -29,7 +29,7 @@ bool usesTensorCores(LLVM::LLVMFuncOp func) {
   return func
       .walk([](Operation *op) {
         return isa<NVVM::MmaOp, NVVM::WgmmaMmaAsyncOp,
-                       NVVM::WgmmaFenceAlignedOp>(op)
+                   NVVM::WgmmaFenceAlignedOp>(op)
                    ? WalkResult::interrupt()
                    : WalkResult::advance();
       })

@@ -172,13 +172,17 @@ def compile_cpu(module, function="", q_tile=64, kv_tile=64, row_tile=4096,
 
 
 def compile_gpu(module, chip=None, directory=None, q_tile=None, kv_tile=None,
-                threads=128, function="", bounds_checks=False):
+                threads=128, function="", bounds_checks=False,
+                strategy="auto"):
     """Compiles `module` with attn-lower-to-nvvm for `chip` (e.g. 'sm_90';
     by default the chip of this machine's GPU), writes the kernel bundle and
     returns an attn.Kernel that runs it (on a machine with a GPU).
 
     `q_tile` and `kv_tile` default to the largest tiles whose buffers fit
-    the chip's shared memory. The bundle goes to `directory`, which is kept;
+    the chip's shared memory. `strategy` names the attention kernels:
+    'auto' (per op, the fastest the chip has that serves it), 'simt',
+    'mma-sync', 'wgmma' or 'wgmma-ws' (every op on that kernel, or a
+    ValueError naming the op and why). The bundle goes to `directory`, which is kept;
     by default to a temporary directory, removed once the kernel is loaded
     (the kernel holds its code in memory)."""
     from .runtime import Kernel
@@ -205,9 +209,11 @@ def compile_gpu(module, chip=None, directory=None, q_tile=None, kv_tile=None,
     threads = _check_positive("threads", threads, 1024)
     function = _check_str("function", function)
     bounds_checks = _check_bool("bounds_checks", bounds_checks)
+    strategy = _check_str("strategy", strategy)
     lowered = module.clone()
     lowered.lower_to_nvvm(chip, q_tile=q_tile, kv_tile=kv_tile,
-                          threads=threads, bounds_checks=bounds_checks)
+                          threads=threads, bounds_checks=bounds_checks,
+                          strategy=strategy)
     if directory is not None:
         directory = os.fsdecode(directory)
         lowered.write_bundle(os.path.join(directory, ""))

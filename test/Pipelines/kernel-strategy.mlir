@@ -1,0 +1,85 @@
+// attn-lower-to-nvvm's strategy: auto takes, per op, the fastest kernel the
+// chip has that serves it; simt, mma-sync, wgmma and wgmma-ws put every
+// attention op on that kernel or fail naming the op and why.
+// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a until=tile" | FileCheck %s --check-prefix=AUTO90A
+// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90 until=tile" | FileCheck %s --check-prefix=AUTO90
+// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_75 until=tile" | FileCheck %s --check-prefix=AUTO75
+// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=simt until=tile" | FileCheck %s --check-prefix=SIMT
+// RUN: not attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=mma-sync until=tile" 2>&1 | FileCheck %s --check-prefix=MMASYNC
+// RUN: not attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=wgmma until=tile" 2>&1 | FileCheck %s --check-prefix=WGMMA
+// RUN: not attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=wgmma-ws until=tile" 2>&1 | FileCheck %s --check-prefix=WGMMAWS
+// RUN: not attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=wgmma-ws q-tile=32 until=tile" 2>&1 | FileCheck %s --check-prefix=TILES
+// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 strategy=wgmma" 2>&1 | FileCheck %s --check-prefix=NOWGMMA
+// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_75 strategy=mma-sync" 2>&1 | FileCheck %s --check-prefix=NOMMA
+// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90a strategy=mma" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+
+// AUTO90A-LABEL: func.func @d128
+// AUTO90A: gpu.launch
+// AUTO90A: attn.mma_tiles = {bands = 1 : i64, kv_tile = 128 : i64, q_tile = 128 : i64, shared_bytes = 197768 : i64, stages = 2 : i64, warps = 8 : i64}, attn.warp_specialized, attn.wgmma}
+// AUTO90A-LABEL: func.func @d256
+// AUTO90A: nvvm.mma.sync
+// AUTO90A: attn.mma_tiles = {bands = 1 : i64, kv_tile = 64 : i64, q_tile = 64 : i64
+// AUTO90A-NOT: attn.wgmma
+// AUTO90A-LABEL: func.func @f32
+// AUTO90A-NOT: gpu.launch
+// AUTO90A: scf.forall
+
+// AUTO90-LABEL: func.func @d128
+// AUTO90: nvvm.mma.sync
+// AUTO90: attn.mma_tiles = {bands = 2 : i64, kv_tile = 32 : i64, q_tile = 128 : i64
+// AUTO90-NOT: attn.wgmma
+
+// AUTO75-LABEL: func.func @d128
+// AUTO75-NOT: gpu.launch
+// AUTO75: scf.forall
+
+// SIMT-LABEL: func.func @d128
+// SIMT-NOT: gpu.launch
+// SIMT: scf.forall
+// SIMT-LABEL: func.func @d256
+// SIMT-NOT: gpu.launch
+// SIMT: scf.forall
+
+// MMASYNC-NOT: error
+// MMASYNC: error: 'attn.attention' op cannot run on strategy mma-sync: it needs f16 or bf16 inputs (f32 would need tf32, which misses the f32 tolerance)
+// MMASYNC-NOT: error
+
+// WGMMA: error: 'attn.attention' op cannot run on strategy wgmma: wgmma serves head dims of 64 and 128, not D = 256, Dv = 256
+// WGMMA: error: 'attn.attention' op cannot run on strategy wgmma: it needs f16 or bf16 inputs
+
+// WGMMAWS: error: 'attn.attention' op cannot run on strategy wgmma-ws: wgmma serves head dims of 64 and 128, not D = 256, Dv = 256
+// WGMMAWS: error: 'attn.attention' op cannot run on strategy wgmma-ws: it needs f16 or bf16 inputs
+
+// TILES: error: 'attn.attention' op has no wgmma-ws tiles that fit 232448 bytes of shared memory per block (q-tile 32, a multiple of 64
+
+// NOWGMMA: attn-lower-to-nvvm: strategy wgmma needs wgmma, which only sm_90a has, not sm_90
+// NOMMA: attn-lower-to-nvvm: strategy mma-sync needs sm_80 or newer, not sm_75
+// UNKNOWN: for the --strategy option: Cannot find option named 'mma'!
+
+func.func @d128(%q: tensor<?x?x?x128xbf16>, %k: tensor<?x?x?x128xbf16>,
+                %v: tensor<?x?x?x128xbf16>, %o: tensor<?x?x?x128xbf16>)
+    -> tensor<?x?x?x128xbf16> {
+  %r = attn.attention ins(%q, %k, %v : tensor<?x?x?x128xbf16>, tensor<?x?x?x128xbf16>, tensor<?x?x?x128xbf16>)
+      outs(%o : tensor<?x?x?x128xbf16>) {causal} -> tensor<?x?x?x128xbf16>
+  return %r : tensor<?x?x?x128xbf16>
+}
+
+// -----
+
+func.func @d256(%q: tensor<?x?x?x256xbf16>, %k: tensor<?x?x?x256xbf16>,
+                %v: tensor<?x?x?x256xbf16>, %o: tensor<?x?x?x256xbf16>)
+    -> tensor<?x?x?x256xbf16> {
+  %r = attn.attention ins(%q, %k, %v : tensor<?x?x?x256xbf16>, tensor<?x?x?x256xbf16>, tensor<?x?x?x256xbf16>)
+      outs(%o : tensor<?x?x?x256xbf16>) -> tensor<?x?x?x256xbf16>
+  return %r : tensor<?x?x?x256xbf16>
+}
+
+// -----
+
+func.func @f32(%q: tensor<?x?x?x64xf32>, %k: tensor<?x?x?x64xf32>,
+               %v: tensor<?x?x?x64xf32>, %o: tensor<?x?x?x64xf32>)
+    -> tensor<?x?x?x64xf32> {
+  %r = attn.attention ins(%q, %k, %v : tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>)
+      outs(%o : tensor<?x?x?x64xf32>) -> tensor<?x?x?x64xf32>
+  return %r : tensor<?x?x?x64xf32>
+}
