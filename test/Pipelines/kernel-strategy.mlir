@@ -12,6 +12,11 @@
 // RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 strategy=wgmma" 2>&1 | FileCheck %s --check-prefix=NOWGMMA
 // RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_75 strategy=mma-sync" 2>&1 | FileCheck %s --check-prefix=NOMMA
 // RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90a strategy=mma" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// A block mask of 32 x 32 blocks cuts the tiles to 32 rows, fewer than a
+// warpgroup's 64: auto takes mma.sync, wgmma-ws says why it cannot.
+// RUN: attn-run --emit-variant --dtype=bf16 --head-dim=128 --mask=document --given-block-mask=32 > %t.blocks32.mlir
+// RUN: attn-opt %t.blocks32.mlir --attn-lower-to-nvvm="chip=sm_90a until=tile" | FileCheck %s --check-prefix=BLOCKS32
+// RUN: not attn-opt %t.blocks32.mlir --attn-lower-to-nvvm="chip=sm_90a strategy=wgmma-ws until=tile" 2>&1 | FileCheck %s --check-prefix=BLOCKS32-WS
 
 // AUTO90A-LABEL: func.func @d128
 // AUTO90A: gpu.launch
@@ -55,6 +60,11 @@
 // NOWGMMA: attn-lower-to-nvvm: strategy wgmma needs wgmma, which only sm_90a has, not sm_90
 // NOMMA: attn-lower-to-nvvm: strategy mma-sync needs sm_80 or newer, not sm_75
 // UNKNOWN: for the --strategy option: Cannot find option named 'mma'!
+
+// BLOCKS32: nvvm.mma.sync
+// BLOCKS32: attn.mma_tiles = {bands = {{[0-9]}} : i64, kv_tile = 32 : i64, q_tile = 32 : i64
+// BLOCKS32-NOT: attn.wgmma
+// BLOCKS32-WS: error: 'attn.attention' op has a block mask of 32 x 32 blocks, which no wgmma-ws tiles divide (q-tile 32, kv-tile 32)
 
 func.func @d128(%q: tensor<?x?x?x128xbf16>, %k: tensor<?x?x?x128xbf16>,
                 %v: tensor<?x?x?x128xbf16>, %o: tensor<?x?x?x128xbf16>)

@@ -167,7 +167,8 @@ static cl::opt<std::string> transformFile(
              "input before the CPU pipeline (e.g. split-kv tiling)"),
     cl::value_desc("FILE.mlir"), cl::cat(category));
 static SizeOpt kvTile("kv-tile", cl::init(0),
-                      cl::desc("keys per kv step (0: as --q-tile)"),
+                      cl::desc("keys per kv step (0: 64 on the CPU, the "
+                               "pipeline's choice on the GPU)"),
                       cl::cat(category));
 static cl::opt<attn::KernelStrategy> strategy(
     "strategy", cl::init(attn::KernelStrategy::Auto),

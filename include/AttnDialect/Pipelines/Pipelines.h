@@ -67,7 +67,7 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
       *this, "q-tile",
       llvm::cl::desc("query rows per thread block (0: chosen per kernel; "
                      "simt: the largest up to 64 whose tiles fit the chip's "
-                     "shared memory, mma: per head dim)"),
+                     "shared memory, tensor-core kernels: per head dim)"),
       llvm::cl::init(0)};
   Option<int64_t> kvTile{
       *this, "kv-tile",

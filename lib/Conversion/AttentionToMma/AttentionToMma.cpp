@@ -174,8 +174,22 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     if (given.kvTile == 0)
       given.kvTile = std::gcd(tiles->kvTile, lists.kvBlock);
     tiles = chooseTiles(shape, given, warps, sharedMemoryPerBlock);
-    if (tiles && (lists.qBlock % tiles->qTile != 0 ||
-                  lists.kvBlock % tiles->kvTile != 0))
+    // Under auto, blocks of fewer than 64 rows go to mma.sync, whose
+    // warps take 16 rows each.
+    if (!tiles && given.warpgroup && strategy == KernelStrategy::Auto) {
+      given.warpgroup = false;
+      given.warpSpecialized = false;
+      tiles = chooseTiles(shape, given, warps, sharedMemoryPerBlock);
+    }
+    if (!tiles)
+      return op.emitOpError()
+             << "has a block mask of " << lists.qBlock << " x " << lists.kvBlock
+             << " blocks, which no "
+             << (given.warpgroup ? stringifyKernelStrategy(strategy)
+                                 : StringRef("mma.sync"))
+             << " tiles divide (q-tile " << given.qTile << ", kv-tile "
+             << given.kvTile << ")";
+    if (lists.qBlock % tiles->qTile != 0 || lists.kvBlock % tiles->kvTile != 0)
       return op.emitOpError()
              << "has a block mask of " << lists.qBlock << " x " << lists.kvBlock
              << " blocks, which q-tile " << tiles->qTile << " and kv-tile "

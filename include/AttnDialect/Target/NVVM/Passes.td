@@ -86,12 +86,15 @@ def SkipLlvmVectorizers : Pass<"attn-skip-llvm-vectorizers"> {
     on tensor cores (`nvvm.mma.sync`, or `nvvm.wgmma.mma_async` or the
     `nvvm.wgmma.fence.aligned` that precedes an inline-PTX wgmma) the LLVM
     function attribute `noimplicitfloat` (through `passthrough`), which
-    LLVM's SLP and loop vectorizers honour by leaving the function alone.
+    LLVM's SLP and loop vectorizers, and the NVPTX backend's load/store
+    vectorizer, honour by leaving the function alone.
     Those kernels move their tiles with instructions chosen where they were
     built (ldmatrix, wide loads and stores, TMA); their fragment code is
     long straight-line f32 arithmetic that sm_80 and sm_90 have no vector
     instructions for. On them SLP vectorization took most of
-    `gpu-module-to-binary`'s time and changed no instruction of the PTX.
+    `gpu-module-to-binary`'s time, and no instruction of their PTX
+    changes: their scalar loads and stores (captured reads, the
+    logsumexp, the block-mask lists) were not joined before either.
     The other kernels keep it: it joins their scalar loads into vector
     loads. Run it after `convert-gpu-to-nvvm`, before
     `convert-nvvm-to-llvm`.
