@@ -182,9 +182,9 @@ def compile_gpu(module, chip=None, directory=None, q_tile=None, kv_tile=None,
     the chip's shared memory. `strategy` names the attention kernels:
     'auto' (per op, the fastest the chip has that serves it), 'simt',
     'mma-sync', 'wgmma' or 'wgmma-ws' (every op on that kernel, or a
-    RuntimeError naming the op and why). The bundle goes to `directory`, which is kept;
-    by default to a temporary directory, removed once the kernel is loaded
-    (the kernel holds its code in memory)."""
+    RuntimeError naming the op and why). The bundle goes to `directory`,
+    which is kept; by default to a temporary directory, removed once the
+    kernel is loaded (the kernel holds its code in memory)."""
     from .runtime import Kernel
     from . import _runtime
     _check_module(module)
