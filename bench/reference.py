@@ -47,10 +47,29 @@ CHUNK_ELEMENTS = 1 << 26
 
 # --- array libraries ---------------------------------------------------------
 
-class _Numpy:
+class _Library:
+    """What numpy and PyTorch spell alike, on `self.lib`."""
+
+    def exp(self, x):
+        return self.lib.exp(x)
+
+    def log(self, x):
+        return self.lib.log(x)
+
+    def sqrt(self, x):
+        return self.lib.sqrt(x)
+
+    def isinf(self, x):
+        return self.lib.isinf(x)
+
+    def isfinite(self, x):
+        return self.lib.isfinite(x)
+
+
+class _Numpy(_Library):
     def __init__(self):
         import numpy
-        self.np = numpy
+        self.np = self.lib = numpy
 
     def f64(self, x):
         return self.np.asarray(x, dtype=self.np.float64)
@@ -76,21 +95,6 @@ class _Numpy:
     def where(self, c, a, b):
         return self.np.where(c, a, b)
 
-    def exp(self, x):
-        return self.np.exp(x)
-
-    def log(self, x):
-        return self.np.log(x)
-
-    def sqrt(self, x):
-        return self.np.sqrt(x)
-
-    def isinf(self, x):
-        return self.np.isinf(x)
-
-    def isfinite(self, x):
-        return self.np.isfinite(x)
-
     def item(self, x):
         return float(x)
 
@@ -104,9 +108,9 @@ class _Numpy:
         return bool(self.np.array_equal(a, b))
 
 
-class _Torch:
+class _Torch(_Library):
     def __init__(self, torch):
-        self.torch = torch
+        self.torch = self.lib = torch
 
     def f64(self, x):
         return x.double()
@@ -139,21 +143,6 @@ class _Torch:
                 else t.tensor(x, dtype=t.float64, device=like.device)
                 for x in (a, b))
         return t.where(c, a, b)
-
-    def exp(self, x):
-        return self.torch.exp(x)
-
-    def log(self, x):
-        return self.torch.log(x)
-
-    def sqrt(self, x):
-        return self.torch.sqrt(x)
-
-    def isinf(self, x):
-        return self.torch.isinf(x)
-
-    def isfinite(self, x):
-        return self.torch.isfinite(x)
 
     def item(self, x):
         return float(x.item())

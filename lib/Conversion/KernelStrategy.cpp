@@ -21,3 +21,11 @@ llvm::StringRef mlir::attn::stringifyKernelStrategy(KernelStrategy strategy) {
   }
   llvm_unreachable("unknown kernel strategy");
 }
+
+std::optional<KernelStrategy>
+mlir::attn::parseKernelStrategy(llvm::StringRef name) {
+  for (int i = 0; i <= static_cast<int>(KernelStrategy::WgmmaWs); ++i)
+    if (stringifyKernelStrategy(static_cast<KernelStrategy>(i)) == name)
+      return static_cast<KernelStrategy>(i);
+  return std::nullopt;
+}

@@ -160,18 +160,6 @@ public:
     return out;
   }
 
-  /// The kernel strategy spelled `name` as attn-lower-to-nvvm spells it.
-  static std::optional<attn::KernelStrategy>
-  parseStrategy(const std::string &name) {
-    for (attn::KernelStrategy kind :
-         {attn::KernelStrategy::Auto, attn::KernelStrategy::Simt,
-          attn::KernelStrategy::MmaSync, attn::KernelStrategy::Wgmma,
-          attn::KernelStrategy::WgmmaWs})
-      if (attn::stringifyKernelStrategy(kind) == name)
-        return kind;
-    return std::nullopt;
-  }
-
   /// attn-lower-to-nvvm with typed options: nothing is parsed from text.
   void lowerToNvvm(const std::string &chip, int64_t qTile, int64_t kvTile,
                    int64_t threads, const std::string &format,
@@ -193,7 +181,8 @@ public:
     options.format = format;
     options.until = until;
     options.boundsChecks = boundsChecks;
-    std::optional<attn::KernelStrategy> kind = parseStrategy(strategy);
+    std::optional<attn::KernelStrategy> kind =
+        attn::parseKernelStrategy(strategy);
     if (!kind)
       throw nb::value_error(("attn: unknown strategy '" + strategy +
                              "' (expected auto, simt, mma-sync, wgmma or "

@@ -6,6 +6,8 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <optional>
+
 namespace mlir::attn {
 
 /// The attention kernels the NVVM pipeline builds, named by how they
@@ -28,6 +30,9 @@ enum class KernelStrategy {
 
 /// The option spelling of `strategy`.
 llvm::StringRef stringifyKernelStrategy(KernelStrategy strategy);
+
+/// The strategy spelled `name`, if any.
+std::optional<KernelStrategy> parseKernelStrategy(llvm::StringRef name);
 
 /// The values a `strategy` option takes, with what each means.
 inline llvm::cl::ValuesClass kernelStrategyValues() {
