@@ -42,6 +42,17 @@ for dtype in f16 bf16; do
     make_bundle "bench-$dtype-d$d-causal" --dtype=$dtype --head-dim=$d --causal
   done
 done
+# Head dim 256 (bf16), on the default kernel, on wgmma without warp
+# specialization and on mma.sync: scripts/gpu/bench.sh d256.
+for mask in full causal; do
+  flags="--dtype=bf16 --head-dim=256"
+  [ $mask = full ] || flags+=" --causal"
+  make_bundle "bench-bf16-d256-$mask" $flags
+  if [ "$chip" = sm_90a ]; then
+    options="strategy=wgmma" make_bundle "bench-bf16-d256-$mask-wsoff" $flags
+    options="strategy=mma-sync" make_bundle "bench-bf16-d256-$mask-mma-sync" $flags
+  fi
+done
 # The same on mma.sync (sm_90), to compare with wgmma.
 for mask in full causal; do
   chip=sm_90 make_bundle "bench-bf16-d128-$mask-mma-sync" --dtype=bf16 --head-dim=128 \

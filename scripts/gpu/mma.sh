@@ -49,6 +49,12 @@ for dtype in f16 bf16; do
   go --dtype=$dtype --head-dim=128 --score-mod=softcap:30 --causal $sweep
   go --dtype=$dtype --head-dim=32 --score-mod=relative --mask=sliding-window:50 $sweep
   go --dtype=$dtype --head-dim=64 --score-mod=checkerboard --value-dim=32 $sweep
+  # wgmma's head dims: 256, and Dv != D.
+  go --dtype=$dtype --head-dim=256 --mask=sliding-window:100 --lse $sweep
+  go --dtype=$dtype --head-dim=256 --score-mod=softcap:30 --causal $sweep
+  go --dtype=$dtype --head-dim=256 --causal --strategy=wgmma --lse $sweep
+  go --dtype=$dtype --head-dim=128 --value-dim=64 --causal --lse $sweep
+  go --dtype=$dtype --head-dim=64 --value-dim=256 --mask=document $sweep
 done
 # Long rows: the block mask's lines span several blocks of threads of its
 # kernel (32 kv-blocks each).

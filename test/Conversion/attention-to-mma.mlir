@@ -241,7 +241,7 @@ func.func @not_served(%q: tensor<1x1x?x64xf32>, %o: tensor<1x1x?x64xf32>,
 
 // -----
 
-// Head dims other than 64 and 128 stay on mma.sync under strategy=auto
+// Head dims other than 64, 128 and 256 stay on mma.sync under strategy=auto
 // with wgmma=true, where the others take the warp-specialized kernel.
 // AUTO-WGMMA-LABEL: func.func @causal_bf16
 // AUTO-WGMMA: attn.warp_specialized, attn.wgmma}

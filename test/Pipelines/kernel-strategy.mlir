@@ -21,9 +21,11 @@
 // AUTO90A-LABEL: func.func @d128
 // AUTO90A: gpu.launch
 // AUTO90A: attn.mma_tiles = {bands = 1 : i64, kv_tile = 128 : i64, q_tile = 128 : i64, shared_bytes = 197768 : i64, stages = 2 : i64, warps = 8 : i64}, attn.warp_specialized, attn.wgmma}
+// D = 256 leaves room for one Q buffer and kv-tiles of 64.
 // AUTO90A-LABEL: func.func @d256
+// AUTO90A: attn.mma_tiles = {bands = 1 : i64, kv_tile = 64 : i64, q_tile = 128 : i64, shared_bytes = 197768 : i64, stages = 2 : i64, warps = 8 : i64}, attn.warp_specialized, attn.wgmma}
+// AUTO90A-LABEL: func.func @d32
 // AUTO90A: nvvm.mma.sync
-// AUTO90A: attn.mma_tiles = {bands = 1 : i64, kv_tile = 64 : i64, q_tile = 64 : i64
 // AUTO90A-NOT: attn.wgmma
 // AUTO90A-LABEL: func.func @f32
 // AUTO90A-NOT: gpu.launch
@@ -49,10 +51,10 @@
 // MMASYNC: error: 'attn.attention' op cannot run on strategy mma-sync: it needs f16 or bf16 inputs (f32 would need tf32, which misses the f32 tolerance)
 // MMASYNC-NOT: error
 
-// WGMMA: error: 'attn.attention' op cannot run on strategy wgmma: wgmma serves head dims of 64 and 128, not D = 256, Dv = 256
+// WGMMA: error: 'attn.attention' op cannot run on strategy wgmma: wgmma serves head dims of 64, 128 and 256, not D = 32, Dv = 32
 // WGMMA: error: 'attn.attention' op cannot run on strategy wgmma: it needs f16 or bf16 inputs
 
-// WGMMAWS: error: 'attn.attention' op cannot run on strategy wgmma-ws: wgmma serves head dims of 64 and 128, not D = 256, Dv = 256
+// WGMMAWS: error: 'attn.attention' op cannot run on strategy wgmma-ws: wgmma serves head dims of 64, 128 and 256, not D = 32, Dv = 32
 // WGMMAWS: error: 'attn.attention' op cannot run on strategy wgmma-ws: it needs f16 or bf16 inputs
 
 // TILES: error: 'attn.attention' op has no wgmma-ws tiles that fit 232448 bytes of shared memory per block (q-tile 32, a multiple of 64
@@ -82,6 +84,16 @@ func.func @d256(%q: tensor<?x?x?x256xbf16>, %k: tensor<?x?x?x256xbf16>,
   %r = attn.attention ins(%q, %k, %v : tensor<?x?x?x256xbf16>, tensor<?x?x?x256xbf16>, tensor<?x?x?x256xbf16>)
       outs(%o : tensor<?x?x?x256xbf16>) -> tensor<?x?x?x256xbf16>
   return %r : tensor<?x?x?x256xbf16>
+}
+
+// -----
+
+func.func @d32(%q: tensor<?x?x?x32xbf16>, %k: tensor<?x?x?x32xbf16>,
+               %v: tensor<?x?x?x32xbf16>, %o: tensor<?x?x?x32xbf16>)
+    -> tensor<?x?x?x32xbf16> {
+  %r = attn.attention ins(%q, %k, %v : tensor<?x?x?x32xbf16>, tensor<?x?x?x32xbf16>, tensor<?x?x?x32xbf16>)
+      outs(%o : tensor<?x?x?x32xbf16>) -> tensor<?x?x?x32xbf16>
+  return %r : tensor<?x?x?x32xbf16>
 }
 
 // -----

@@ -150,9 +150,9 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
       output, when present, is natural-log.
 
     With `strategy=wgmma` or `wgmma-ws` (and under `auto` where `wgmma`
-    says the chip has it, as attn-lower-to-nvvm sets for sm_90a), ops with
-    head dims 64 and 128 run both contractions on Hopper's `wgmma.mma_async`
-    instead: two warpgroups of 64 rows per block, Q, K and V in shared
+    says the chip has it, as attn-lower-to-nvvm sets for sm_90a), ops
+    with head dims (D and Dv) of 64, 128 or 256 run both contractions on
+    Hopper's `wgmma.mma_async` instead: two warpgroups of 64 rows per block, Q, K and V in shared
     memory in the 128-byte swizzle layout, S from two shared-memory
     descriptors, P V with P from registers, and the softmax of S_j
     overlapping the P_j-1 V_j-1 wgmma (FlashAttention-3's intra-warpgroup
@@ -166,7 +166,8 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
     (`attn.multiprocessor_count`) of 384 threads take q-tiles from a
     counter in a zeroed two-word `attn.workspace` (the last block out
     zeroes it again). The producer warpgroup's first thread copies Q (two
-    buffers, so the next tile's Q lands during this one), K and V with
+    buffers, so the next tile's Q lands during this one; one at D = 256,
+    where two leave no room for K and V), K and V with
     TMA, from `attn.tensor_map`s of the three made on the host, each
     buffer's mbarrier expecting the copies' bytes; the two consumer
     warpgroups wait on those barriers instead of block barriers, release

@@ -141,7 +141,7 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
   if (explicitWgmma && !servesWarpgroupMma(shape))
     return op.emitOpError()
            << "cannot run on strategy " << stringifyKernelStrategy(strategy)
-           << ": wgmma serves head dims of 64 and 128, not D = "
+           << ": wgmma serves head dims of 64, 128 and 256, not D = "
            << shape.headDim << ", Dv = " << shape.valueHeadDim;
   given.warpgroup =
       explicitWgmma || (strategy == KernelStrategy::Auto && warpgroupMma &&
@@ -203,7 +203,7 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
            << ", Dv = " << shape.valueHeadDim << ", q-tile " << qTile.getValue()
            << ", kv-tile " << kvTile.getValue() << ", bands "
            << bands.getValue() << ", warps " << warps.getValue() << ")";
-  int64_t bytes = sharedBytes(*tiles, shape);
+  SharedLayout layout = sharedLayout(*tiles, shape);
 
   rewriter.setInsertionPoint(op);
   auto bufferOf = [&](Value tensor, bool readOnly) -> Value {
@@ -244,8 +244,8 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
       arith::CeilDivUIOp::create(rewriter, loc, rows, index(tiles->qTile));
   Value heads = memref::DimOp::create(rewriter, loc, query, 1);
   Value batches = memref::DimOp::create(rewriter, loc, query, 0);
-  Value sharedSize =
-      arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), bytes);
+  Value sharedSize = arith::ConstantIntOp::create(
+      rewriter, loc, rewriter.getI32Type(), layout.total);
   Value one = index(1);
   Value gridX = qBlocks, gridY = heads, gridZ = batches, workspace;
   SmallVector<Value, 3> maps;
@@ -290,7 +290,7 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
            rewriter.getNamedAttr("stages",
                                  rewriter.getI64IntegerAttr(tiles->stages)),
            rewriter.getNamedAttr("shared_bytes",
-                                 rewriter.getI64IntegerAttr(bytes))}));
+                                 rewriter.getI64IntegerAttr(layout.total))}));
   if (tiles->warpgroup)
     launch->setAttr("attn.wgmma", rewriter.getUnitAttr());
   if (tiles->warpSpecialized)
@@ -330,7 +330,6 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     int64_t pad = 16 / 2;
     int64_t outPad = 16 / shape.outputBytes;
     int64_t stages = tiles->stages;
-    int64_t keyOffset = keyStageOffset(*tiles, shape);
     // A row of D elements: padded, or split into swizzled 64-column tiles.
     auto tileDims = [&](ArrayRef<int64_t> lead, int64_t rows, int64_t width) {
       SmallVector<int64_t> dims(lead);
@@ -340,8 +339,6 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
         dims.append({rows, width + pad});
       return dims;
     };
-    int64_t keyBytes = tileBytes(*tiles, tiles->kvTile, shape.headDim);
-    int64_t valueBytes = tileBytes(*tiles, tiles->kvTile, shape.valueHeadDim);
     MmaKernel kernel{rewriter, loc, op, *tiles,
                      RegionInliner(op, boundsChecks ? RegionChecks::DeviceTrap
                                                     : RegionChecks::None)};
@@ -353,16 +350,17 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     kernel.lists = lists;
     kernel.queryStage =
         view(0,
-             tileDims(tiles->warpSpecialized ? SmallVector<int64_t>{2}
-                                             : SmallVector<int64_t>{},
+             tileDims(tiles->warpSpecialized
+                          ? SmallVector<int64_t>{tiles->queryBuffers}
+                          : SmallVector<int64_t>{},
                       tiles->qTile, shape.headDim),
              element);
     kernel.outputStage =
         view(0, {tiles->qTile, shape.valueHeadDim + outPad}, outElement);
     kernel.keyStage = view(
-        keyOffset, tileDims({stages}, tiles->kvTile, shape.headDim), element);
+        layout.key, tileDims({stages}, tiles->kvTile, shape.headDim), element);
     kernel.valueStage =
-        view(keyOffset + stages * keyBytes,
+        view(layout.value,
              tileDims({stages}, tiles->kvTile, shape.valueHeadDim), element);
     kernel.blockX = launch.getBlockIds().x;
     kernel.gridX = launch.getGridSize().x;
@@ -370,10 +368,9 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     kernel.batch = launch.getBlockIds().z;
     kernel.tid = launch.getThreadIds().x;
     if (tiles->warpSpecialized) {
-      int64_t barrierOffset = keyOffset + stages * (keyBytes + valueBytes);
-      kernel.barriers = view(barrierOffset, {kBarriers}, rewriter.getI64Type());
-      kernel.tileSlots =
-          view(barrierOffset + 8 * kBarriers, {2}, rewriter.getI32Type());
+      kernel.barriers =
+          view(layout.barriers, {kBarriers}, rewriter.getI64Type());
+      kernel.tileSlots = view(layout.tileSlots, {2}, rewriter.getI32Type());
       kernel.workspace = workspace;
       kernel.queryMap = maps[0];
       kernel.keyMap = maps[1];

@@ -45,6 +45,9 @@ struct MmaTiles {
   /// wgmma only: a producer warpgroup copies the tiles for the others, in
   /// a persistent kernel (WarpSpecialized.cpp).
   bool warpSpecialized = false;
+  /// Warp-specialized: Q buffers. With two, the next tile's Q lands while
+  /// this one runs; D = 256 has room for one.
+  int64_t queryBuffers = 1;
 
   /// The warps that compute (consumers, when warp-specialized).
   int64_t warps() const { return qTile / (16 * bands); }
@@ -67,21 +70,21 @@ struct MmaShape {
   bool lightMask = false;
 };
 
-/// Bytes of dynamic shared memory a block uses: the Q tile (or, after the
-/// kv loop, the output rows) and `stages` K and V tiles, rows padded by 16
-/// bytes (swizzled for wgmma, from a base aligned in the kernel).
-int64_t sharedBytes(const MmaTiles &tiles, const MmaShape &shape);
-
-/// Bytes of one shared tile of `rows` rows of `width` 16-bit elements:
-/// padded rows, or swizzled ones (not padded) for wgmma.
-int64_t tileBytes(const MmaTiles &tiles, int64_t rows, int64_t width);
-
-/// Where the K tiles start in the block's shared memory (from the aligned
-/// base for wgmma); the V tiles follow them.
-int64_t keyStageOffset(const MmaTiles &tiles, const MmaShape &shape);
-
-/// The warp-specialized kernel's mbarriers and tile slots, after K and V.
-int64_t barrierBytes();
+/// Where a block's buffers lie in its dynamic shared memory, in bytes from
+/// its base (for wgmma, the base aligned in the kernel): the Q buffers at 0
+/// (after the kv loop, the output rows alias them), the K stages at `key`,
+/// the V stages at `value` and, when warp-specialized, the mbarriers and
+/// tile slots. Rows are padded by 16 bytes, or swizzled (not padded) for
+/// wgmma. The one description that both the tile choice and the kernel's
+/// views use.
+struct SharedLayout {
+  int64_t queryBytes, keyBytes, valueBytes;
+  int64_t key, value, barriers, tileSlots;
+  /// What a block asks for: the buffers and, for wgmma, room to align the
+  /// base, which the launch does not promise.
+  int64_t total;
+};
+SharedLayout sharedLayout(const MmaTiles &tiles, const MmaShape &shape);
 
 /// Whether the wgmma kernel serves `shape`: head dims of 64 or 128.
 bool servesWarpgroupMma(const MmaShape &shape);

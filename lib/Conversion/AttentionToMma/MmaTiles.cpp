@@ -22,36 +22,35 @@ static int64_t paddedWidth(int64_t width, int64_t elementBytes) {
   return width + 16 / elementBytes;
 }
 
-int64_t mma::tileBytes(const MmaTiles &tiles, int64_t rows, int64_t width) {
+/// Bytes of a shared tile of `rows` rows of `width` 16-bit elements.
+static int64_t tileBytes(const MmaTiles &tiles, int64_t rows, int64_t width) {
   return rows * (tiles.warpgroup ? width : paddedWidth(width, 2)) * 2;
 }
 
-int64_t mma::keyStageOffset(const MmaTiles &tiles, const MmaShape &shape) {
-  int64_t query = tileBytes(tiles, tiles.qTile, shape.headDim);
+SharedLayout mma::sharedLayout(const MmaTiles &tiles, const MmaShape &shape) {
+  SharedLayout layout;
+  layout.queryBytes = tileBytes(tiles, tiles.qTile, shape.headDim);
+  layout.keyBytes = tileBytes(tiles, tiles.kvTile, shape.headDim);
+  layout.valueBytes = tileBytes(tiles, tiles.kvTile, shape.valueHeadDim);
   int64_t output = tiles.qTile *
                    paddedWidth(shape.valueHeadDim, shape.outputBytes) *
                    shape.outputBytes;
-  // The warp-specialized kernel stores O from registers and keeps two Q
-  // buffers, so that the next tile's Q lands while this one runs.
-  int64_t offset = tiles.warpSpecialized ? 2 * query : std::max(query, output);
+  // The warp-specialized kernel stores O from registers.
+  layout.key = tiles.warpSpecialized ? tiles.queryBuffers * layout.queryBytes
+                                     : std::max(layout.queryBytes, output);
   if (tiles.warpgroup)
-    offset = llvm::alignTo(offset, kSwizzleAlignment);
-  return offset;
+    layout.key = llvm::alignTo(layout.key, kSwizzleAlignment);
+  layout.value = layout.key + tiles.stages * layout.keyBytes;
+  layout.barriers = layout.value + tiles.stages * layout.valueBytes;
+  layout.tileSlots = layout.barriers + 8 * kBarriers;
+  layout.total = tiles.warpSpecialized ? layout.tileSlots + 8 : layout.barriers;
+  if (tiles.warpgroup)
+    layout.total += kSwizzleAlignment;
+  return layout;
 }
-
-int64_t mma::sharedBytes(const MmaTiles &tiles, const MmaShape &shape) {
-  int64_t key = tileBytes(tiles, tiles.kvTile, shape.headDim);
-  int64_t value = tileBytes(tiles, tiles.kvTile, shape.valueHeadDim);
-  // wgmma: room to align the base, which the launch does not promise.
-  int64_t slack = tiles.warpgroup ? kSwizzleAlignment : 0;
-  return keyStageOffset(tiles, shape) + tiles.stages * (key + value) +
-         (tiles.warpSpecialized ? barrierBytes() : 0) + slack;
-}
-
-int64_t mma::barrierBytes() { return 8 * kBarriers + 8; }
 
 bool mma::servesWarpgroupMma(const MmaShape &shape) {
-  auto served = [](int64_t d) { return d == 64 || d == 128; };
+  auto served = [](int64_t d) { return d == 64 || d == 128 || d == 256; };
   return served(shape.headDim) && served(shape.valueHeadDim);
 }
 
@@ -91,8 +90,12 @@ chooseWarpgroupTiles(const MmaShape &shape, const MmaTiles &given,
     if (tiles.qTile % 64 != 0 || (warps > 0 && tiles.qTile != 16 * warps) ||
         given.bands > 1 || tiles.stages != 2)
       continue;
-    if (sharedBytes(tiles, shape) <= sharedMemoryPerBlock)
-      return tiles;
+    // Warp-specialized: two Q buffers where they fit, else one (D = 256).
+    for (int64_t queryBuffers : {2, 1}) {
+      tiles.queryBuffers = tiles.warpSpecialized ? queryBuffers : 1;
+      if (sharedLayout(tiles, shape).total <= sharedMemoryPerBlock)
+        return tiles;
+    }
   }
   return std::nullopt;
 }
@@ -142,7 +145,7 @@ std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape,
           (given.bands > 0 && tiles.bands != given.bands))
         continue;
     }
-    if (sharedBytes(tiles, shape) <= sharedMemoryPerBlock)
+    if (sharedLayout(tiles, shape).total <= sharedMemoryPerBlock)
       return tiles;
   }
   return std::nullopt;

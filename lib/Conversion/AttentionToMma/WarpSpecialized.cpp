@@ -137,6 +137,13 @@ void BlockBuilder::buildWarpSpecialized() {
   }
   gpu::BarrierOp::create(b, loc);
 
+  // Tile `count` uses Q buffer count % buffers for the (count /
+  // buffers)-th time: its barriers' phases of that parity.
+  auto queryBuffer = [&](Value count) -> std::pair<Value, Value> {
+    return {rem(count, tiles.queryBuffers),
+            rem(div(count, tiles.queryBuffers), 2)};
+  };
+
   Value batches = memref::DimOp::create(b, loc, k.query, 0);
   Value heads = memref::DimOp::create(b, loc, k.query, 1);
   Value qBlocks = arith::CeilDivUIOp::create(b, loc, m, c(tiles.qTile));
@@ -202,10 +209,9 @@ void BlockBuilder::buildWarpSpecialized() {
           auto first = scf::IfOp::create(b, loc, less(copyThread, c(1)));
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(first.thenBlock());
-          // Tile `count` uses Q buffer count % 2 for the (count / 2)-th time.
           // TMA fills the rows past the end with zeros.
-          Value buffer = rem(count, 2);
-          wait(barrier(kQueryEmpty, buffer), sub(c(1), rem(div(count, 2), 2)));
+          auto [buffer, parity] = queryBuffer(count);
+          wait(barrier(kQueryEmpty, buffer), sub(c(1), parity));
           copyTile(k.queryMap, k.queryStage, buffer, q0, k.head, tiles.qTile, d,
                    barrier(kQueryFull, buffer));
           auto loop = scf::ForOp::create(b, loc, c(0), steps, c(1));
@@ -248,11 +254,11 @@ void BlockBuilder::buildWarpSpecialized() {
   // Warpgroup w's rows start 64 w rows into each 64-column tile.
   Value warpgroupRows = mul(div(k.tid, 128), c(64 * kSwizzleRowBytes));
   walkTiles(/*producer=*/false, [&](Value count, Value stepCount, Value steps) {
-    Value buffer = rem(count, 2);
+    auto [buffer, parity] = queryBuffer(count);
     queryDescriptor = swizzledDescriptor(
         b, loc, add(stageAddress(k.queryStage, buffer), warpgroupRows),
         /*leadingBytes=*/16, /*strideBytes=*/8 * kSwizzleRowBytes);
-    wait(barrier(kQueryFull, buffer), rem(div(count, 2), 2));
+    wait(barrier(kQueryFull, buffer), parity);
     TileStaging staging;
     staging.base = stepCount;
     auto waitFull = [&](int64_t full, Value it) {
