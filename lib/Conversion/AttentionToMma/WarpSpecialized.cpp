@@ -14,11 +14,11 @@
 #include "BlockBuilder.h"
 #include "WarpgroupMma.h"
 
+#include "AttnDialect/Target/NVVM/InlinePtx.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-
-#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -39,22 +39,12 @@ enum Barrier : int64_t {
 };
 static_assert(kTileEmpty + 2 == kBarriers);
 
-/// Inline PTX without results on i32 ("r") and i64 or pointer ("l")
-/// operands; it may read and write memory.
+/// The mbarrier and TMA instructions as PTX on 32-bit shared addresses:
+/// NVVM's ops for them take shared pointers, which the NVPTX backend keeps
+/// in 64-bit registers; with only the initialization as an op, ptxas
+/// spilled more (up to 88 bytes) in 17 of the kernels of make-bundles.sh.
 void emitPtx(OpBuilder &b, Location loc, StringRef text, ValueRange inputs) {
-  SmallVector<std::string> constraints;
-  for (Value input : inputs)
-    constraints.push_back(input.getType().isInteger(64) ||
-                                  isa<LLVM::LLVMPointerType>(input.getType())
-                              ? "l"
-                              : "r");
-  constraints.push_back("~{memory}");
-  LLVM::InlineAsmOp::create(
-      b, loc, TypeRange{}, inputs, text, llvm::join(constraints, ","),
-      /*has_side_effects=*/true,
-      /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
-      /*asm_dialect=*/LLVM::AsmDialectAttr(),
-      /*operand_attrs=*/ArrayAttr());
+  nvvm::inlinePtx(b, loc, text, inputs);
 }
 
 } // namespace
@@ -82,7 +72,9 @@ void BlockBuilder::buildWarpSpecialized() {
     return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
   };
   // Waits for the completion of the barrier's phase of parity `parity`;
-  // the phase before the first counts as complete for parity 1.
+  // the phase before the first counts as complete for parity 1. (NVVM's
+  // try_wait.parity also takes a suspend-time hint, which would replace
+  // the hardware's own limit between tries.)
   auto wait = [&](Value address, Value parity) {
     emitPtx(b, loc,
             "{\n.reg .pred done;\nwait:\n"

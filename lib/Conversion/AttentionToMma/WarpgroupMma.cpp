@@ -2,6 +2,8 @@
 
 #include "WarpgroupMma.h"
 
+#include "AttnDialect/Target/NVVM/InlinePtx.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
@@ -45,38 +47,6 @@ Value mma::advanceDescriptor(OpBuilder &b, Location loc, Value descriptor,
       arith::ConstantIntOp::create(b, loc, b.getI64Type(), bytes >> 4));
 }
 
-/// Inline PTX whose first `tied` operands are read and written in place
-/// (outputs $0.., tied inputs after them), then `inputs` with
-/// `constraints`; returns the new values of the tied operands.
-static SmallVector<Value> inlinePtx(OpBuilder &b, Location loc,
-                                    ArrayRef<Value> tied, ValueRange inputs,
-                                    ArrayRef<StringRef> constraints,
-                                    StringRef ptx) {
-  SmallVector<std::string> parts;
-  for (size_t i = 0; i < tied.size(); ++i)
-    parts.push_back("=f");
-  for (size_t i = 0; i < tied.size(); ++i)
-    parts.push_back(std::to_string(i));
-  for (StringRef constraint : constraints)
-    parts.push_back(constraint.str());
-  SmallVector<Value> operands(tied);
-  operands.append(inputs.begin(), inputs.end());
-  Type f32 = b.getF32Type();
-  auto resultType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(tied.size(), f32));
-  auto asmOp = LLVM::InlineAsmOp::create(
-      b, loc, TypeRange{resultType}, operands, ptx, llvm::join(parts, ","),
-      /*has_side_effects=*/true, /*is_align_stack=*/false,
-      LLVM::tailcallkind::TailCallKind::None,
-      /*asm_dialect=*/LLVM::AsmDialectAttr(),
-      /*operand_attrs=*/ArrayAttr());
-  SmallVector<Value> results;
-  for (size_t i = 0; i < tied.size(); ++i)
-    results.push_back(
-        LLVM::ExtractValueOp::create(b, loc, asmOp.getRes(), i).getResult());
-  return results;
-}
-
 /// "{$first, ..., $first + count - 1}".
 static std::string registerList(int64_t first, int64_t count) {
   SmallVector<std::string> names;
@@ -107,22 +77,17 @@ SmallVector<Value> mma::warpgroupMma(OpBuilder &b, Location loc, Type element,
       "k16.f32." + type.str() + "." + type.str() + " " +
       registerList(0, values) + ", " + aOperand + ", $" +
       std::to_string(bIndex) + ", p, 1, 1, " + flags + ";\n}";
-  SmallVector<StringRef> constraints(a.size(), registersA ? "r" : "l");
-  constraints.append({"l", "r"});
   SmallVector<Value> inputs(a.begin(), a.end());
   inputs.push_back(bDescriptor);
   inputs.push_back(
       arith::ConstantIntOp::create(b, loc, b.getI32Type(), accumulate));
-  return inlinePtx(b, loc, acc, inputs, constraints, ptx);
+  return nvvm::inlinePtxInPlace(b, loc, ptx, acc, inputs);
 }
 
 SmallVector<Value> mma::warpgroupWait(OpBuilder &b, Location loc,
                                       ArrayRef<Value> values, int64_t pending,
                                       ValueRange inputs) {
-  SmallVector<StringRef> constraints;
-  for (Value input : inputs)
-    constraints.push_back(input.getType().isInteger(64) ? "l" : "r");
-  return inlinePtx(b, loc, values, inputs, constraints,
-                   "wgmma.wait_group.sync.aligned " + std::to_string(pending) +
-                       ";");
+  return nvvm::inlinePtxInPlace(
+      b, loc, "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
+      values, inputs);
 }

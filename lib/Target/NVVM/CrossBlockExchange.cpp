@@ -1,6 +1,7 @@
 //===- CrossBlockExchange.cpp - blocks that wait for each other -----------===//
 
 #include "AttnDialect/Target/NVVM/CrossBlockExchange.h"
+#include "AttnDialect/Target/NVVM/InlinePtx.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -35,22 +36,14 @@ namespace {
 Value counterAtomic(OpBuilder &b, Location loc, Value counters, Value word,
                     StringRef text, bool returnsCount = false,
                     Value amount = Value()) {
-  SmallVector<Value> operands = {
+  SmallVector<Value> inputs = {
       mlir::attn::nvvm::elementPointer(b, loc, counters, word, 1)};
-  std::string constraints = returnsCount ? "=r,l" : "l";
-  if (amount) {
-    operands.push_back(amount);
-    constraints += ",r";
-  }
-  constraints += ",~{memory}";
-  auto op = LLVM::InlineAsmOp::create(
-      b, loc, returnsCount ? TypeRange{b.getI32Type()} : TypeRange{}, operands,
-      text, constraints,
-      /*has_side_effects=*/true, /*is_align_stack=*/false,
-      LLVM::tailcallkind::TailCallKind::None,
-      /*asm_dialect=*/LLVM::AsmDialectAttr(),
-      /*operand_attrs=*/ArrayAttr());
-  return returnsCount ? op.getResult(0) : Value();
+  if (amount)
+    inputs.push_back(amount);
+  Type i32 = b.getI32Type();
+  SmallVector<Value> results = mlir::attn::nvvm::inlinePtx(
+      b, loc, text, inputs, returnsCount ? TypeRange(i32) : TypeRange());
+  return returnsCount ? results.front() : Value();
 }
 
 } // namespace
