@@ -56,11 +56,10 @@ void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
   pm.addPass(createRecordShapeContract());
   if (options.pipeline.autoBlockMasks)
     pm.addPass(createDeriveBlockMasks());
-  LowerBlockMasksOptions lists;
-  lists.target = "gpu";
+  BlockMasksToGpuOptions lists;
   lists.boundsChecks = options.pipeline.boundsChecks;
   lists.boundBlocks = options.pipeline.boundBlocks;
-  pm.addPass(createLowerBlockMasks(lists));
+  pm.addPass(createBlockMasksToGpu(lists));
   if (usesTensorCores(options)) {
     AttentionToMmaOptions mma;
     mma.qTile = options.pipeline.qTile;

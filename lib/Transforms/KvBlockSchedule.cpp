@@ -12,7 +12,8 @@ FailureOr<BlockMaskLists> BlockMaskLists::of(AttentionOp op) {
   if (!make)
     return op.emitOpError()
            << "has a block mask that is not an attn.make_block_mask in its "
-              "function (run attn-lower-block-masks first)";
+              "function (run attn-lower-block-masks or attn-block-masks-to-gpu "
+              "first)";
   auto type = cast<BlockMaskType>(make.getType());
   return BlockMaskLists{make.getKvNumBlocks(),     make.getKvIndices(),
                         make.getFullKvNumBlocks(), make.getFullKvIndices(),

@@ -1,23 +1,20 @@
 //===- LowerBlockMasks.cpp - the kv-block lists of create_block_mask ------===//
 //
-// attn.create_block_mask -> code that scans each block with the mask_mod
-// and appends it to the partial or full list -> attn.make_block_mask of the
-// lists. On the CPU that code is host loops; on the GPU it is kernels on
-// the runtime's workspace (BlockMaskKernels.cpp). See the pass description
-// in Passes.td.
+// attn.create_block_mask -> host loops that scan each block with the
+// mask_mod and append it to the partial or full list -> attn.make_block_mask
+// of the lists. attn-block-masks-to-gpu builds the same lists in a kernel
+// (Conversion/BlockMasksToGpu). See the pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
-#include "BlockMaskLists.h"
-
 #include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Transforms/BlockMaskLists.h"
 #include "AttnDialect/Transforms/FlashLoop.h"
 #include "AttnDialect/Transforms/MaskBounds.h"
 #include "AttnDialect/Transforms/Passes.h"
 #include "AttnDialect/Transforms/RegionInliner.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -345,6 +342,23 @@ void ListBuilder::buildOnHost() {
   replace(lists);
 }
 
+void block_masks::forwardGivenLists(ModuleOp module, RewriterBase &rewriter) {
+  module.walk([&](BlockMaskFieldOp field) {
+    auto make = field.getBlockMask().getDefiningOp<MakeBlockMaskOp>();
+    if (!make)
+      return;
+    Value given[] = {make.getKvNumBlocks(), make.getKvIndices(),
+                     make.getFullKvNumBlocks(), make.getFullKvIndices()};
+    auto index = static_cast<int64_t>(field.getField());
+    // The q side (4 to 7) was not given.
+    Value list = index < 4 ? given[index] : Value();
+    if (!list)
+      return;
+    rewriter.setInsertionPoint(field);
+    rewriter.replaceOpWithNewOp<tensor::CastOp>(field, field.getType(), list);
+  });
+}
+
 namespace {
 
 struct LowerBlockMasksPass
@@ -353,59 +367,17 @@ struct LowerBlockMasksPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    bool onHost = target == "cpu";
-    if (!onHost && target != "gpu") {
-      module.emitError() << "attn-lower-block-masks: target must be cpu or "
-                            "gpu, not '"
-                         << target.getValue() << "'";
-      return signalPassFailure();
-    }
     SmallVector<CreateBlockMaskOp> ops;
     module.walk([&](CreateBlockMaskOp op) { ops.push_back(op); });
-    RegionChecks checks = !boundsChecks ? RegionChecks::None
-                          : onHost      ? RegionChecks::HostReport
-                                        : RegionChecks::DeviceTrap;
+    RegionChecks checks =
+        boundsChecks ? RegionChecks::HostReport : RegionChecks::None;
     if (!ops.empty() && checks == RegionChecks::HostReport &&
         failed(declareRegionErrorFunction(module, getArgument())))
       return signalPassFailure();
     IRRewriter rewriter(&getContext());
-    // The kv-side fields of an attn.make_block_mask are the lists it was
-    // given.
-    module.walk([&](BlockMaskFieldOp field) {
-      auto make = field.getBlockMask().getDefiningOp<MakeBlockMaskOp>();
-      if (!make)
-        return;
-      Value given[] = {make.getKvNumBlocks(), make.getKvIndices(),
-                       make.getFullKvNumBlocks(), make.getFullKvIndices()};
-      auto index = static_cast<int64_t>(field.getField());
-      // The q side (4 to 7) was not given.
-      Value list = index < 4 ? given[index] : Value();
-      if (!list)
-        return;
-      rewriter.setInsertionPoint(field);
-      rewriter.replaceOpWithNewOp<tensor::CastOp>(field, field.getType(), list);
-    });
-    // On the GPU, each function's lists follow one another in the scratch
-    // buffer, and live until the function returns.
-    DenseMap<Operation *, Value> scratchEnd;
-    for (CreateBlockMaskOp op : ops) {
-      if (onHost) {
-        ListBuilder(rewriter, op, checks, boundBlocks).buildOnHost();
-        continue;
-      }
-      auto func = dyn_cast<func::FuncOp>(op->getParentOp());
-      if (!func) {
-        op.emitOpError() << "must be at the top level of a function to be "
-                            "built on the GPU";
-        return signalPassFailure();
-      }
-      Value &end = scratchEnd[func];
-      if (!end) {
-        rewriter.setInsertionPoint(op);
-        end = arith::ConstantIndexOp::create(rewriter, op.getLoc(), 0);
-      }
-      end = ListBuilder(rewriter, op, checks, boundBlocks).buildOnDevice(end);
-    }
+    forwardGivenLists(module, rewriter);
+    for (CreateBlockMaskOp op : ops)
+      ListBuilder(rewriter, op, checks, boundBlocks).buildOnHost();
   }
 };
 

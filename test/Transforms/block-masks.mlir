@@ -1,13 +1,11 @@
 // RUN: attn-opt %s --attn-derive-block-masks --split-input-file | FileCheck %s --check-prefix=DERIVE
 // RUN: attn-opt %s --attn-derive-block-masks="q-block=32 kv-block=64" --split-input-file | FileCheck %s --check-prefix=SIZES
 // RUN: attn-opt %s --attn-derive-block-masks --attn-lower-block-masks --split-input-file | FileCheck %s --check-prefix=CPU
-// RUN: attn-opt %s --attn-derive-block-masks --attn-lower-block-masks=target=gpu --split-input-file | FileCheck %s --check-prefix=GPU
+// RUN: attn-opt %s --attn-derive-block-masks --attn-block-masks-to-gpu --split-input-file | FileCheck %s --check-prefix=GPU
 // RUN: attn-opt %s --attn-derive-block-masks --attn-lower-block-masks --attn-tile-attention=q-tile=256 --attn-decompose-attention=kv-tile=32 --split-input-file | FileCheck %s --check-prefix=LOOP
 // RUN: not attn-opt %s --attn-derive-block-masks=q-block=48 2>&1 | FileCheck %s --check-prefix=BAD
-// RUN: not attn-opt %s --attn-lower-block-masks=target=tpu 2>&1 | FileCheck %s --check-prefix=TARGET
 
 // BAD: attn-derive-block-masks: q-block and kv-block must be powers of two from 16 to 1024, got 48 and 128
-// TARGET: attn-lower-block-masks: target must be cpu or gpu, not 'tpu'
 
 // A sliding window that reads neither b nor h: one mask (batch and heads
 // 1) of the same mask_mod, read by the attention.

@@ -1,6 +1,6 @@
 // RUN: attn-opt %s --attn-lower-block-masks --canonicalize --split-input-file | FileCheck %s
 // RUN: attn-opt %s --attn-lower-block-masks=bound-blocks=false --canonicalize --split-input-file | FileCheck %s --check-prefix=SCAN
-// RUN: attn-opt %s --attn-lower-block-masks=target=gpu --canonicalize --split-input-file | FileCheck %s --check-prefix=GPU
+// RUN: attn-opt %s --attn-block-masks-to-gpu --canonicalize --split-input-file | FileCheck %s --check-prefix=GPU
 
 // A block is first bounded: the window's ops on the i64 bounds of the
 // block's positions (the subtraction's bounds cross the block corners,

@@ -231,4 +231,58 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
   ];
 }
 
+def BlockMasksToGpu : Pass<"attn-block-masks-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "compute each attn.create_block_mask's block lists on the GPU";
+  let description = [{
+    `attn-lower-block-masks` on the GPU: the same lists, the same
+    `attn.make_block_mask` and field reads, and the same decisions of
+    boxes by the mask_mod's bounds (`bound-blocks`), built by a kernel.
+
+    One kernel on the runtime's scratch buffer
+    (`attn.workspace ... scratch`, which needs no clearing afterwards;
+    a function's block masks follow one another in it). A warp decides
+    each (kv-block, q-block, b * h), 32 of a line's kv-blocks in a
+    block of threads (one, for a mask_mod of more than two captured
+    reads, which spills in 64 registers). With bounds, the warp first
+    bounds the whole block, each captured read that depends on the rows
+    (or the columns) alone split across its 32 lanes and combined with
+    shuffles; where that cannot tell, each lane evaluates the mask_mod
+    at one position of a grid over the block (its corners included),
+    and the block is partial if those keep and drop; otherwise it
+    bounds 64 boxes of the block, a lane's each, 32 at a time (reads
+    shared by the lanes of a box row or column; the second 32 only if
+    the first do not already show the block partial), and scans a box
+    the bounds leave open only when the other boxes of its warp do not
+    already keep and drop (the block is then partial whatever the box
+    holds) or when its bounds gave up. Without bounds, the lanes scan
+    the block row by row, each its columns. Lane 0 writes whether the
+    block keeps and drops (warp votes), and for the q side counts the
+    block in its (b, h, kv-block) column in a zeroed `attn.workspace`
+    (an acquire-release atomic); the warp that counts a column's last
+    block compacts it. After a barrier, a line that spans several
+    blocks of threads has each count its kv-blocks in once, and the
+    block that completes the line compacts it (at once where one block
+    holds the line) into the lists with ballots, fills the rest with
+    zeros and resets the counter: one launch, no clearing afterwards.
+  }];
+  let options = [
+    Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"false",
+           "trap on the mask_mod's out-of-range captured reads and integer "
+           "divisions, as attn-decompose-attention does">,
+    Option<"boundBlocks", "bound-blocks", "bool", /*default=*/"true",
+           "decide blocks by interval bounds of the mask_mod where they "
+           "tell, before evaluating it position by position">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // ATTN_CONVERSION_PASSES_TD

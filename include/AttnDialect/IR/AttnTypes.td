@@ -30,7 +30,8 @@ def Attn_BlockMaskType : TypeDef<Attn_Dialect, "BlockMask"> {
     In FlexAttention's semantics kernels visit only the listed blocks:
     partial ones apply the elementwise `mask_mod`, full ones skip it. The
     q-side lists serve backward passes, which walk the mask column by
-    column. `attn-lower-block-masks` computes them for
+    column. `attn-lower-block-masks` (host loops) and
+    `attn-block-masks-to-gpu` (a kernel) compute them for
     `attn.create_block_mask`; an `attn.make_block_mask` carries only the
     kv-side lists it was given.
 

@@ -30,8 +30,8 @@ struct BlockMaskLists {
   int64_t qBlock = 0, kvBlock = 0;
 
   /// The lists of `op`'s block mask; an op error and failure when it does
-  /// not come from attn.make_block_mask (attn-lower-block-masks turns each
-  /// attn.create_block_mask into one).
+  /// not come from attn.make_block_mask (attn-lower-block-masks and
+  /// attn-block-masks-to-gpu turn each attn.create_block_mask into one).
   static FailureOr<BlockMaskLists> of(AttentionOp op);
 };
 

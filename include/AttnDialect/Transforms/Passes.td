@@ -310,40 +310,13 @@ def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {
     position. Only boxes that a mask's edge crosses, or whose bounds cannot
     tell, are scanned. Other mask_mods are scanned everywhere.
 
-    - `target=cpu`: loops over (b, h, q-block, kv-block) that decide each
-      block and append it to the partial or the full list (buffers the
-      host allocates); for the q side, the same over (b, h, kv-block,
-      q-block).
-    - `target=gpu`: one kernel on the runtime's scratch buffer
-      (`attn.workspace ... scratch`, which needs no clearing afterwards;
-      a function's block masks follow one another in it). A warp decides
-      each (kv-block, q-block, b * h), 32 of a line's kv-blocks in a
-      block of threads (one, for a mask_mod of more than two captured
-      reads, which spills in 64 registers). With bounds, the warp first bounds the whole
-      block, each captured read that depends on the rows (or the
-      columns) alone split across its 32 lanes and combined with
-      shuffles; where that cannot tell, each lane evaluates the mask_mod
-      at one position of a grid over the block (its corners included),
-      and the block is partial if those keep and drop; otherwise it
-      bounds 64 boxes of the block, a lane's each, 32 at a time (reads
-      shared by the lanes of a box row or column; the second 32 only if
-      the first do not already show the block partial), and scans a box
-      the bounds leave open only when the other boxes of its warp do not
-      already keep and drop (the block is then partial whatever the box
-      holds) or when its bounds gave up. Without bounds, the lanes scan
-      the block row by row, each its columns. Lane 0 writes whether the
-      block keeps and drops (warp votes), and for the q side counts the
-      block in its (b, h, kv-block) column in a zeroed `attn.workspace`
-      (an acquire-release atomic); the warp that counts a column's last
-      block compacts it. After a barrier, a line that spans several
-      blocks of threads has each count its kv-blocks in once, and the
-      block that completes the line compacts it (at once where one block
-      holds the line) into the lists with ballots, fills the rest with
-      zeros and resets the counter: one launch, no clearing afterwards.
+    The lists are computed by host loops over (b, h, q-block, kv-block)
+    that decide each block and append it to the partial or the full list
+    (buffers the host allocates); for the q side, the same over (b, h,
+    kv-block, q-block). `attn-block-masks-to-gpu` computes them on the GPU
+    instead.
   }];
   let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "where the lists are computed: cpu (host loops) or gpu (kernels)">,
     Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"false",
            "check the mask_mod's captured reads and integer divisions, as "
            "attn-decompose-attention does">,
@@ -354,11 +327,9 @@ def LowerBlockMasks : Pass<"attn-lower-block-masks", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
-    "::mlir::gpu::GPUDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect",
-    "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
   ];

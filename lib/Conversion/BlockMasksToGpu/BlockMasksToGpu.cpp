@@ -1,17 +1,18 @@
-//===- BlockMaskKernels.cpp - create_block_mask's lists on the GPU --------===//
+//===- BlockMasksToGpu.cpp - create_block_mask's lists on the GPU ---------===//
 //
-// The GPU side of attn-lower-block-masks: one kernel that decides every
+// attn-block-masks-to-gpu: one kernel that decides every
 // block (a warp each) into a keep/drop word, and in which the warp that
 // decides a line's last block turns the line's words into its lists. The
 // words and lists live in the runtime's scratch buffer, which needs no
 // clearing afterwards; the lines' counters in its workspace, which the
-// compacting warps leave zeroed.
+// compacting warps leave zeroed. Deciding a box of positions is shared
+// with the host's lists (attn-lower-block-masks, BlockMaskLists.h).
 //
 //===----------------------------------------------------------------------===//
 
-#include "BlockMaskLists.h"
-
+#include "AttnDialect/Conversion/Passes.h"
 #include "AttnDialect/Target/NVVM/CrossBlockExchange.h"
+#include "AttnDialect/Transforms/BlockMaskLists.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -23,6 +24,11 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <functional>
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_BLOCKMASKSTOGPU
+#include "AttnDialect/Conversion/Passes.h.inc"
+} // namespace mlir::attn
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -50,11 +56,44 @@ constexpr int64_t kWarpsPerLineHeavy = 1;
 constexpr int64_t kBoxesPerBlock = 64;
 constexpr int64_t kBoxColumnParts = 8;
 
+/// The lists of one attn.create_block_mask, built by a kernel on the
+/// runtime's scratch buffer.
+class GpuListBuilder : public ListBuilder {
+public:
+  using ListBuilder::ListBuilder;
+
+  /// Replaces the op by the kernel that fills its lists in the scratch
+  /// buffer from word `scratchBase` on; returns the word after its last.
+  Value build(Value scratchBase);
+
+private:
+  /// Where one side's lists start in the scratch buffer, in words.
+  struct ListWords {
+    Value counts[2], indices[2]; // partial, full
+  };
+
+  /// The lists of `line` of `side` of (b * heads + h) `bh`, by the 32 lanes
+  /// of a warp (`lane` is this one's): reads the line's keep/drop words,
+  /// one per block from word `bitsAt` of `scratch`, 32 blocks at a time,
+  /// and appends its partial and full blocks in order: a ballot and a
+  /// population count give each lane its place in the list.
+  void compactLine(Side side, Value line, Value bh, Value lane, Value scratch,
+                   Value bitsAt, const ListWords &at);
+  /// (keep, drop) of the block [q0, qLimit) x [kv0, kvLimit) of (bi, hi),
+  /// by the 32 lanes of a warp (`lane` is this one's), to be combined by
+  /// warp votes: the bounds of the whole block where they tell, the reads
+  /// shared by all lanes; otherwise boxes of it, a lane's each, by
+  /// decideBox.
+  std::pair<Value, Value> decideBlockInWarp(Value bi, Value hi, Value lane,
+                                            Value q0, Value qLimit, Value kv0,
+                                            Value kvLimit);
+};
+
 } // namespace
 
-void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
-                              Value scratch, Value bitsAt,
-                              const ListWords &at) {
+void GpuListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
+                                 Value scratch, Value bitsAt,
+                                 const ListWords &at) {
   OpBuilder::InsertionGuard guard(b);
   Value zero = c(0);
   Value lineAt = add(mul(bh, lines(side)), line);
@@ -152,10 +191,9 @@ void ListBuilder::compactLine(Side side, Value line, Value bh, Value lane,
   }
 }
 
-std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
-                                                       Value lane, Value q0,
-                                                       Value qLimit, Value kv0,
-                                                       Value kvLimit) {
+std::pair<Value, Value>
+GpuListBuilder::decideBlockInWarp(Value bi, Value hi, Value lane, Value q0,
+                                  Value qLimit, Value kv0, Value kvLimit) {
   Type i1 = b.getI1Type();
   auto both = [&](Value x, Value y) {
     return arith::AndIOp::create(b, loc, x, y).getResult();
@@ -272,7 +310,7 @@ std::pair<Value, Value> ListBuilder::decideBlockInWarp(Value bi, Value hi,
   return {ifDecided.getResult(0), ifDecided.getResult(1)};
 }
 
-Value ListBuilder::buildOnDevice(Value scratchBase) {
+Value GpuListBuilder::build(Value scratchBase) {
   b.setInsertionPoint(op);
   sizes();
   SmallVector<Side> sides = {Side::Kv};
@@ -504,3 +542,39 @@ Value ListBuilder::buildOnDevice(Value scratchBase) {
   replace(lists);
   return next;
 }
+
+namespace {
+
+struct BlockMasksToGpuPass
+    : attn::impl::BlockMasksToGpuBase<BlockMasksToGpuPass> {
+  using BlockMasksToGpuBase::BlockMasksToGpuBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<CreateBlockMaskOp> ops;
+    module.walk([&](CreateBlockMaskOp op) { ops.push_back(op); });
+    RegionChecks checks =
+        boundsChecks ? RegionChecks::DeviceTrap : RegionChecks::None;
+    IRRewriter rewriter(&getContext());
+    forwardGivenLists(module, rewriter);
+    // Each function's lists follow one another in the scratch buffer, and
+    // live until the function returns.
+    DenseMap<Operation *, Value> scratchEnd;
+    for (CreateBlockMaskOp op : ops) {
+      auto func = dyn_cast<func::FuncOp>(op->getParentOp());
+      if (!func) {
+        op.emitOpError() << "must be at the top level of a function to be "
+                            "built on the GPU";
+        return signalPassFailure();
+      }
+      Value &end = scratchEnd[func];
+      if (!end) {
+        rewriter.setInsertionPoint(op);
+        end = arith::ConstantIndexOp::create(rewriter, op.getLoc(), 0);
+      }
+      end = GpuListBuilder(rewriter, op, checks, boundBlocks).build(end);
+    }
+  }
+};
+
+} // namespace

@@ -1,14 +1,14 @@
 //===- BlockMaskLists.h - building create_block_mask's lists ----*- C++ -*-===//
 //
-// The builder of one attn.create_block_mask's lists, which
-// attn-lower-block-masks shares between its two files: deciding boxes of
-// positions and the host loops in LowerBlockMasks.cpp, the GPU's scan and
-// compaction kernel in BlockMaskKernels.cpp.
+// The builder of one attn.create_block_mask's lists: deciding boxes of
+// positions, and the host loops of attn-lower-block-masks
+// (LowerBlockMasks.cpp). attn-block-masks-to-gpu derives the GPU's scan
+// and compaction kernel from it (Conversion/BlockMasksToGpu).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTN_LIB_TRANSFORMS_BLOCKMASKLISTS_H
-#define ATTN_LIB_TRANSFORMS_BLOCKMASKLISTS_H
+#ifndef ATTNDIALECT_TRANSFORMS_BLOCKMASKLISTS_H
+#define ATTNDIALECT_TRANSFORMS_BLOCKMASKLISTS_H
 
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/MaskBounds.h"
@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::attn::block_masks {
@@ -41,16 +42,8 @@ public:
 
   /// Replaces the op by host loops that fill freshly allocated lists.
   void buildOnHost();
-  /// Replaces the op by kernels that fill lists in the runtime's scratch
-  /// buffer, from word `scratchBase` on; returns the word after its last.
-  Value buildOnDevice(Value scratchBase);
 
-private:
-  /// Where one side's lists start in the scratch buffer, in words.
-  struct ListWords {
-    Value counts[2], indices[2]; // partial, full
-  };
-
+protected:
   Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
@@ -63,7 +56,8 @@ private:
                           b, loc, b.getIndexType(),
                           arith::ExtUIOp::create(b, loc, i32, flag)));
   }
-  /// Whether `flag` (i1) holds on any lane of the warp.
+  /// Whether `flag` (i1) holds on any lane of the warp (boxes whose reads
+  /// a warp's lanes share).
   Value warpAny(Value flag) {
     Value all = arith::ConstantIntOp::create(b, loc, i32, -1);
     return NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), all, flag,
@@ -109,21 +103,6 @@ private:
   /// Host loops that scan every block of `side`'s lines into `buffers`
   /// (counts, indices, full counts, full indices).
   void fillOnHost(Side side, ArrayRef<Value> buffers);
-  /// The lists of `line` of `side` of (b * heads + h) `bh`, by the 32 lanes
-  /// of a warp (`lane` is this one's): reads the line's keep/drop words,
-  /// one per block from word `bitsAt` of `scratch`, 32 blocks at a time,
-  /// and appends its partial and full blocks in order: a ballot and a
-  /// population count give each lane its place in the list.
-  void compactLine(Side side, Value line, Value bh, Value lane, Value scratch,
-                   Value bitsAt, const ListWords &at);
-  /// (keep, drop) of the block [q0, qLimit) x [kv0, kvLimit) of (bi, hi),
-  /// by the 32 lanes of a warp (`lane` is this one's), to be combined by
-  /// warp votes: the bounds of the whole block where they tell, the reads
-  /// shared by all lanes; otherwise boxes of it, a lane's each, by
-  /// decideBox.
-  std::pair<Value, Value> decideBlockInWarp(Value bi, Value hi, Value lane,
-                                            Value q0, Value qLimit, Value kv0,
-                                            Value kvLimit);
   /// The result: make_block_mask of the kv-side lists, and the field reads
   /// replaced by their lists (kv side, then q side).
   void replace(ArrayRef<Value> lists);
@@ -141,6 +120,10 @@ private:
   Value batch, heads, qLen, kvLen, qBlocks, kvBlocks;
 };
 
+/// Replaces each attn.block_mask_field of an attn.make_block_mask that was
+/// given its kv-side lists by the list it reads.
+void forwardGivenLists(ModuleOp module, RewriterBase &rewriter);
+
 } // namespace mlir::attn::block_masks
 
-#endif // ATTN_LIB_TRANSFORMS_BLOCKMASKLISTS_H
+#endif // ATTNDIALECT_TRANSFORMS_BLOCKMASKLISTS_H
