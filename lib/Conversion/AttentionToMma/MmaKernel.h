@@ -27,8 +27,8 @@ namespace mlir::attn::mma {
 constexpr int64_t kProducerThreads = 128;
 constexpr int64_t kProducerRegisters = 40;
 constexpr int64_t kConsumerRegisters = 232;
-/// Its mbarriers: full and empty for each of two Q, K and V buffers and
-/// tile slots.
+/// Its mbarriers: full and empty for each of (up to) two Q, K and V
+/// buffers and tile slots.
 constexpr int64_t kBarriers = 16;
 
 /// Rows of a block, keys per kv step, bands of 16 rows per warp (a warp's
@@ -86,7 +86,7 @@ struct SharedLayout {
 };
 SharedLayout sharedLayout(const MmaTiles &tiles, const MmaShape &shape);
 
-/// Whether the wgmma kernel serves `shape`: head dims of 64 or 128.
+/// Whether the wgmma kernel serves `shape`: head dims of 64, 128 or 256.
 bool servesWarpgroupMma(const MmaShape &shape);
 
 /// Whether the kernel keeps a warp's Q fragments in registers (D times its
@@ -117,8 +117,8 @@ struct MmaKernel {
   BlockMaskLists lists;
   /// The block's shared memory: Q [q-tile, D + pad], K [stages, kv-tile,
   /// D + pad], V [stages, kv-tile, Dv + pad] and the output rows [q-tile,
-  /// Dv + pad] that alias Q (wgmma: swizzled tiles; warp-specialized: two
-  /// Q buffers, and O goes from registers).
+  /// Dv + pad] that alias Q (wgmma: swizzled tiles; warp-specialized:
+  /// tiles.queryBuffers Q buffers, and O goes from registers).
   Value queryStage, keyStage, valueStage, outputStage;
   /// Warp-specialized: the mbarriers (i64 [kBarriers]), the tile slots
   /// (i32 [2]) and the workspace whose word 0 counts the tiles taken and
