@@ -54,7 +54,8 @@ protected:
     return AttentionOp::create(builder, builder.getUnknownLoc(), resultTypes,
                                args[0], args[1], args[2],
                                /*block_mask=*/Value(), outs, /*offsets=*/{},
-                               /*scale=*/FloatAttr(), /*causal=*/false);
+                               /*scale=*/FloatAttr(), /*causal=*/false,
+                               /*kernel=*/KernelAttr());
   }
 
   MLIRContext context;

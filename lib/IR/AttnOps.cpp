@@ -255,6 +255,46 @@ LogicalResult AttentionOp::verify() {
   if (getBlockMask() && !hasMaskMod())
     return emitOpError() << "has a block_mask but no mask_mod: partial blocks "
                             "need the elementwise mask";
+  if (KernelAttr kernel = getKernelAttr())
+    return verifyKernel(kernel);
+  return success();
+}
+
+LogicalResult AttentionOp::verifyKernel(KernelAttr kernel) {
+  if (!kernel.isTensorCore())
+    return success();
+  StringRef kind = stringifyKernelKind(kernel.getKind());
+  Type element = getQueryType().getElementType();
+  int64_t d = getHeadDim(), dv = getValueHeadDim();
+  if (!element.isF16() && !element.isBF16())
+    return emitOpError() << "cannot run on a " << kind << " kernel: it needs "
+                         << "f16 or bf16 inputs, not " << element;
+  if (d % 16 != 0 || dv % 16 != 0)
+    return emitOpError() << "cannot run on a " << kind
+                         << " kernel: its head dims (" << d << ", " << dv
+                         << ") are not multiples of 16";
+  auto servedByWgmma = [](int64_t dim) {
+    return dim == 64 || dim == 128 || dim == 256;
+  };
+  if (kernel.isWarpgroupMma() && (!servedByWgmma(d) || !servedByWgmma(dv)))
+    return emitOpError() << "cannot run on a " << kind
+                         << " kernel: wgmma serves head dims of 64, 128 and "
+                            "256, not D = "
+                         << d << ", Dv = " << dv;
+  Value blockMask = getBlockMask();
+  if (!blockMask)
+    return success();
+  if (!getOffsets().empty())
+    return emitOpError() << "cannot run on a " << kind
+                         << " kernel: it is a tile of a larger op with a "
+                            "block mask";
+  auto type = cast<BlockMaskType>(blockMask.getType());
+  if (type.getQBlock() % kernel.getQTile() != 0 ||
+      type.getKvBlock() % kernel.getKvTile() != 0)
+    return emitOpError() << "has a block mask of " << type.getQBlock() << " x "
+                         << type.getKvBlock() << " blocks, which " << kind
+                         << " tiles of " << kernel.getQTile() << " x "
+                         << kernel.getKvTile() << " do not divide";
   return success();
 }
 

@@ -108,8 +108,8 @@ static bool isDimOf(OpFoldResult size, ArrayRef<Value> sources, int64_t dim) {
     return true;
   return llvm::any_of(sources, [&](Value source) {
     auto slice = source.getDefiningOp<tensor::ExtractSliceOp>();
-    return slice && slice.getSourceType().getRank() ==
-                        slice.getResultType().getRank() &&
+    return slice &&
+           slice.getSourceType().getRank() == slice.getResultType().getRank() &&
            isEqualConstantIntOrValue(size, slice.getMixedSizes()[dim]);
   });
 }
@@ -186,10 +186,10 @@ static FailureOr<TilingResult> buildTile(
     tileOffsets.push_back(getValueOrCreateConstantIndexOp(
         b, loc, add(b, loc, baseOffset, localOffset)));
 
-  auto tiled =
-      AttentionOp::create(b, loc, ValueRange(outputs).getTypes(), query, key,
-                          value, op.getBlockMask(), outputs, tileOffsets,
-                          op.getScaleAttr(), op.getCausalAttr());
+  auto tiled = AttentionOp::create(b, loc, ValueRange(outputs).getTypes(),
+                                   query, key, value, op.getBlockMask(),
+                                   outputs, tileOffsets, op.getScaleAttr(),
+                                   op.getCausalAttr(), op.getKernelAttr());
   IRMapping mapping;
   op.getScoreMod().cloneInto(&tiled.getScoreMod(), mapping);
   op.getMaskMod().cloneInto(&tiled.getMaskMod(), mapping);

@@ -45,38 +45,30 @@ struct NvvmStageOptions {
   const nvvm::TargetInfo &target;
 };
 
-/// Whether f16/bf16 attention goes to the tensor-core kernels (under
-/// auto, on chips that have them).
-bool usesTensorCores(const NvvmStageOptions &options) {
-  return options.pipeline.strategy != KernelStrategy::Simt &&
-         options.target.hasAsyncCopy();
-}
-
-void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
+void addChooseStage(OpPassManager &pm, const NvvmStageOptions &options) {
   pm.addPass(createRecordShapeContract());
   if (options.pipeline.autoBlockMasks)
     pm.addPass(createDeriveBlockMasks());
+  ChooseKernelOptions choose;
+  choose.chip = options.target.chip.str();
+  choose.strategy = options.pipeline.strategy;
+  choose.qTile = options.pipeline.qTile;
+  choose.kvTile = options.pipeline.kvTile;
+  choose.warps = options.pipeline.warps;
+  choose.stages = options.pipeline.stages;
+  pm.addPass(createChooseKernel(choose));
+}
+
+void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
   BlockMasksToGpuOptions lists;
   lists.boundsChecks = options.pipeline.boundsChecks;
   lists.boundBlocks = options.pipeline.boundBlocks;
   pm.addPass(createBlockMasksToGpu(lists));
-  if (usesTensorCores(options)) {
-    AttentionToMmaOptions mma;
-    mma.qTile = options.pipeline.qTile;
-    mma.kvTile = options.pipeline.kvTile;
-    mma.warps = options.pipeline.warps;
-    mma.stages = options.pipeline.stages;
-    mma.strategy = options.pipeline.strategy;
-    mma.sharedMemoryPerBlock = options.target.sharedMemoryPerBlock;
-    mma.boundsChecks = options.pipeline.boundsChecks;
-    mma.warpgroupMma = options.target.hasWarpgroupMma();
-    pm.addPass(createAttentionToMma(mma));
-  }
-  // q-tile and kv-tile 0: the tile pass chooses per op what fits.
+  AttentionToMmaOptions mma;
+  mma.boundsChecks = options.pipeline.boundsChecks;
+  pm.addPass(createAttentionToMma(mma));
+  // The SIMT ops' grid of q-tiles, by the tiles their kernel records.
   TileAttentionOptions tile;
-  tile.qTile = options.pipeline.qTile;
-  tile.kvTile = options.pipeline.kvTile;
-  tile.sharedMemoryPerBlock = options.target.sharedMemoryPerBlock;
   tile.gpuMapping = true;
   pm.addPass(createTileAttention(tile));
   pm.addPass(createTileElementwiseToGrid());
@@ -89,7 +81,7 @@ void addDecomposeStage(OpPassManager &pm, const NvvmStageOptions &options) {
   softmax.asyncCopy = options.target.hasAsyncCopy();
   pm.addPass(createSoftmaxToGpu(softmax));
   DecomposeOptions decompose;
-  // The tile pass recorded its kv-tile on each op; this is the fallback.
+  // Each op's kernel records its kv-tile; this is the fallback.
   decompose.kvTile =
       options.pipeline.kvTile > 0 ? options.pipeline.kvTile.getValue() : 64;
   decompose.boundsChecks = options.pipeline.boundsChecks;
@@ -163,10 +155,13 @@ LogicalResult mlir::attn::buildNvvmPipeline(
     OpPassManager &pm, const NvvmPipelineOptions &options,
     function_ref<LogicalResult(const Twine &)> errorHandler) {
   using AddStage = void (*)(OpPassManager &, const NvvmStageOptions &);
-  const Stage<AddStage> stages[] = {
-      {"tile", addTileStage},           {"decompose", addDecomposeStage},
-      {"bufferize", addBufferizeStage}, {"gpu", addGpuStage},
-      {"nvvm", addNvvmStage},           {"binary", addBinaryStage}};
+  const Stage<AddStage> stages[] = {{"choose", addChooseStage},
+                                    {"tile", addTileStage},
+                                    {"decompose", addDecomposeStage},
+                                    {"bufferize", addBufferizeStage},
+                                    {"gpu", addGpuStage},
+                                    {"nvvm", addNvvmStage},
+                                    {"binary", addBinaryStage}};
   FailureOr<int> stop = findStage<AddStage>("attn-lower-to-nvvm", stages,
                                             options.until, errorHandler);
   if (failed(stop))

@@ -8,7 +8,6 @@
 
 #include "AttnDialect/Transforms/FlashLoop.h"
 #include "AttnDialect/Transforms/Passes.h"
-#include "GpuTileSizes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -77,11 +76,8 @@ LogicalResult mlir::attn::decomposeAttentionOps(Operation *root,
   for (AttentionOp op : ops) {
     FlashLoopOptions options;
     options.kvTile = defaultKvTile;
-    if (auto chosen = op->getAttrOfType<IntegerAttr>(kKvTileAttrName))
-      options.kvTile = chosen.getInt();
-    if (options.kvTile <= 0)
-      return op.emitOpError() << "has " << kKvTileAttrName << " "
-                              << options.kvTile << "; it must be positive";
+    if (KernelAttr kernel = op.getKernelAttr())
+      options.kvTile = kernel.getKvTile();
     options.checks = !boundsChecks     ? RegionChecks::None
                      : inGpuKernel(op) ? RegionChecks::DeviceTrap
                                        : RegionChecks::HostReport;

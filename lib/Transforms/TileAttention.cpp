@@ -10,7 +10,6 @@
 
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/Passes.h"
-#include "GpuTileSizes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
@@ -32,13 +31,10 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
   using TileAttentionBase::TileAttentionBase;
 
   void runOnOperation() override {
-    bool choose = sharedMemoryPerBlock > 0;
-    if (qTile < 0 || (qTile == 0 && !choose) || kvTile < 0 || threadRows < 0 ||
-        (qTile > 0 && threadRows > qTile) || sharedMemoryPerBlock < 0) {
+    if (qTile <= 0 || kvTile < 0 || threadRows < 0 || threadRows > qTile) {
       getOperation()->emitError()
-          << "attn-tile-attention: need q-tile > 0 (or 0 with "
-             "shared-memory-per-block), kv-tile >= 0 and 0 <= thread-rows "
-             "<= q-tile, got q-tile="
+          << "attn-tile-attention: need q-tile > 0, kv-tile >= 0 and 0 <= "
+             "thread-rows <= q-tile, got q-tile="
           << static_cast<int64_t>(qTile)
           << " kv-tile=" << static_cast<int64_t>(kvTile)
           << " thread-rows=" << static_cast<int64_t>(threadRows);
@@ -56,13 +52,16 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
     IRRewriter rewriter(ctx);
     for (AttentionOp op : ops) {
       int64_t opQTile = qTile, opKvTile = kvTile;
-      if (choose) {
-        // When nothing fits, the given tiles (or 16) are used and
-        // attn-map-forall-to-gpu reports the bytes they need.
-        std::tie(opQTile, opKvTile) =
-            chooseSimtTiles(op, qTile, kvTile, sharedMemoryPerBlock)
-                .value_or(std::make_pair(qTile > 0 ? qTile : 16,
-                                         kvTile > 0 ? kvTile : 16));
+      // On the GPU, the op's kernel (attn-choose-kernel's) sets the tiles.
+      if (KernelAttr kernel = op.getKernelAttr(); kernel && gpuMapping) {
+        if (kernel.isTensorCore()) {
+          op.emitOpError() << "has a " << stringifyKernelKind(kernel.getKind())
+                           << " kernel, which attn-attention-to-mma builds; "
+                              "this pass tiles simt ones";
+          return signalPassFailure();
+        }
+        opQTile = kernel.getQTile();
+        opKvTile = kernel.getKvTile();
       }
       // A tile reads the kv-block lists of one q-block: q-tiles divide it.
       if (Value blockMask = op.getBlockMask())
@@ -93,14 +92,14 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
         return signalPassFailure();
       }
       rewriter.replaceOp(op, tiled->replacements);
+      auto tile = cast<AttentionOp>(tiled->tiledOps.back());
       if (opKvTile > 0)
-        tiled->tiledOps.back()->setAttr(kKvTileAttrName,
-                                        b.getI64IntegerAttr(opKvTile));
+        tile.setKernelAttr(
+            KernelAttr::get(ctx, KernelKind::simt, opQTile, opKvTile));
       if (threadRows == 0)
         continue;
 
       // One thread per `threadRows` rows of the tile.
-      auto tile = cast<TilingInterface>(tiled->tiledOps.back());
       scf::SCFTilingOptions threadOptions;
       threadOptions.setTileSizes({b.getIndexAttr(0), b.getIndexAttr(0),
                                   b.getIndexAttr(threadRows),
@@ -109,16 +108,13 @@ struct TileAttentionPass : attn::impl::TileAttentionBase<TileAttentionPass> {
       threadOptions.setMapping(
           {gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)});
       rewriter.setInsertionPoint(tile);
-      FailureOr<scf::SCFTilingResult> perThread =
-          scf::tileUsingSCF(rewriter, tile, threadOptions);
+      FailureOr<scf::SCFTilingResult> perThread = scf::tileUsingSCF(
+          rewriter, cast<TilingInterface>(tile.getOperation()), threadOptions);
       if (failed(perThread)) {
         tile->emitOpError() << "could not be split into rows per thread";
         return signalPassFailure();
       }
       rewriter.replaceOp(tile, perThread->replacements);
-      if (opKvTile > 0)
-        perThread->tiledOps.back()->setAttr(kKvTileAttrName,
-                                            b.getI64IntegerAttr(opKvTile));
     }
   }
 };

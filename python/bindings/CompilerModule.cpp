@@ -496,7 +496,8 @@ NB_MODULE(_compiler, m) {
            "Runs attn-lower-to-nvvm on the module in place, its options "
            "given as values (chip e.g. 'sm_90'; q_tile and kv_tile 0: chosen "
            "to fit the chip; format 'isa' or 'bin'; until "
-           "'tile', 'decompose', 'bufferize', 'gpu', 'nvvm' or 'binary'; "
+           "'choose', 'tile', 'decompose', 'bufferize', 'gpu', 'nvvm' or "
+           "'binary'; "
            "strategy 'auto' (per op, the fastest kernel the chip has that "
            "serves it), 'simt', 'mma-sync', 'wgmma' or 'wgmma-ws').")
       .def("lower_to_cpu", &Module::lowerToCpu, nb::arg("q_tile") = 64,

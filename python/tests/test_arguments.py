@@ -176,19 +176,21 @@ def test_typed_lowering():
     # q_tile=0 and kv_tile=0 (the defaults) choose tiles that fit the chip.
     chosen = module.clone()
     chosen.lower_to_nvvm("sm_90", until="tile", strategy="simt")
-    assert "attn.kv_tile = 64" in str(chosen)
-    # f16 goes to the tensor-core kernel by default, which records its tiles.
+    assert "#attn.kernel<simt, q_tile = 64, kv_tile = 64>" in str(chosen)
+    # f16 goes to a tensor-core kernel by default; each op records its
+    # kernel and tiles.
     chosen = module.clone()
-    chosen.lower_to_nvvm("sm_90", until="tile")
-    assert "attn.mma_tiles = {bands = 2 : i64, kv_tile = 64 : i64" in str(chosen)
+    chosen.lower_to_nvvm("sm_90", until="choose")
+    assert "#attn.kernel<mma_sync, q_tile = 128, kv_tile = 64, bands = 2>" in str(
+        chosen
+    )
     with pytest.raises(ValueError, match="unknown strategy 'tf32'"):
         module.clone().lower_to_nvvm("sm_90", strategy="tf32")
     # Every kernel by name; one that cannot serve the op, or that the chip
     # lacks, is an error saying why.
     chosen = module.clone()
-    chosen.lower_to_nvvm("sm_90a", until="tile", strategy="wgmma")
-    assert "attn.wgmma" in str(chosen)
-    assert "attn.warp_specialized" not in str(chosen)
+    chosen.lower_to_nvvm("sm_90a", until="choose", strategy="wgmma")
+    assert "#attn.kernel<wgmma, q_tile = 128" in str(chosen)
     with pytest.raises(ValueError, match="strategy wgmma-ws needs wgmma"):
         module.clone().lower_to_nvvm("sm_90", strategy="wgmma-ws")
     f32 = attn.Module.parse(str(module).replace("f16", "f32"))

@@ -1,5 +1,5 @@
-// RUN: attn-opt %s --attn-attention-to-mma="wgmma=true strategy=wgmma-ws" | FileCheck %s
-// RUN: attn-opt %s --attn-attention-to-mma="strategy=mma-sync" | FileCheck %s --check-prefix=MMA-SYNC
+// RUN: attn-opt %s --attn-choose-kernel="chip=sm_90a strategy=wgmma-ws" --attn-attention-to-mma | FileCheck %s
+// RUN: attn-opt %s --attn-choose-kernel="chip=sm_90a strategy=mma-sync" --attn-attention-to-mma | FileCheck %s --check-prefix=MMA-SYNC
 
 // The persistent kernel: one block per SM (at most one per tile), a
 // zeroed two-word workspace for the tile counter, TMA tensor maps of Q, K
@@ -72,14 +72,12 @@
 // CHECK: mbarrier.arrive.shared::cta.b64
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.terminator
-// CHECK: {attn.mma_tiles = {{{.*}}q_tile = 128 : i64, shared_bytes = 197768 : i64{{.*}}}, attn.warp_specialized, attn.wgmma}
 
-// Without wgmma the option changes nothing: mma.sync's kernel.
+// strategy=mma-sync on the same chip: mma.sync's kernel.
 // MMA-SYNC-LABEL: func.func @causal_bf16
 // MMA-SYNC-NOT: attn.workspace
 // MMA-SYNC: threads({{.*}}) in (%{{.*}} = %c128
 // MMA-SYNC-NOT: setmaxregister
-// MMA-SYNC-NOT: attn.warp_specialized
 func.func @causal_bf16(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
                        %v: tensor<?x2x?x128xbf16>, %o: tensor<?x8x?x128xbf16>,
                        %lse: tensor<?x8x?xf32>)

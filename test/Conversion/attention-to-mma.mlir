@@ -1,14 +1,15 @@
-// RUN: attn-opt %s --split-input-file --attn-attention-to-mma | FileCheck %s
-// RUN: not attn-opt %s --split-input-file --attn-attention-to-mma="shared-memory-per-block=5000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SMEM
-// RUN: not attn-opt %s --attn-attention-to-mma="q-tile=24" 2>&1 | FileCheck %s --check-prefix=TILE
-// RUN: attn-opt %s --split-input-file --attn-attention-to-mma="stages=1 warps=8" | FileCheck %s --check-prefix=STAGES
-// RUN: not attn-opt %s --attn-attention-to-mma="q-tile=64 warps=8" 2>&1 | FileCheck %s --check-prefix=WARPS
-// RUN: not attn-opt %s --attn-attention-to-mma="stages=3" 2>&1 | FileCheck %s --check-prefix=WARPS3
+// attn-choose-kernel picks each op's kernel; the pass builds the
+// tensor-core ones.
+// RUN: attn-opt %s --split-input-file --attn-choose-kernel=chip=sm_90 --attn-attention-to-mma | FileCheck %s
+// RUN: not attn-opt %s --attn-choose-kernel="chip=sm_90 q-tile=24" 2>&1 | FileCheck %s --check-prefix=TILE
+// RUN: attn-opt %s --split-input-file --attn-choose-kernel="chip=sm_90 stages=1 warps=8" --attn-attention-to-mma | FileCheck %s --check-prefix=STAGES
+// RUN: not attn-opt %s --attn-choose-kernel="chip=sm_90 q-tile=64 warps=8" 2>&1 | FileCheck %s --check-prefix=WARPS
+// RUN: not attn-opt %s --attn-choose-kernel="chip=sm_90 stages=3" 2>&1 | FileCheck %s --check-prefix=WARPS3
 // strategy=wgmma refuses the f32 and D = 32 ops below (stderr); the others
 // print.
-// RUN: not attn-opt %s --split-input-file --attn-attention-to-mma="wgmma=true strategy=wgmma" | FileCheck %s --check-prefix=WGMMA
-// RUN: attn-opt %s --split-input-file --attn-attention-to-mma="wgmma=true" | FileCheck %s --check-prefix=AUTO-WGMMA
-// RUN: attn-opt %s --split-input-file --attn-attention-to-mma="wgmma=true stages=1" | FileCheck %s --check-prefix=WGMMA-STAGES
+// RUN: not attn-opt %s --split-input-file --attn-choose-kernel="chip=sm_90a strategy=wgmma" --attn-attention-to-mma | FileCheck %s --check-prefix=WGMMA
+// RUN: attn-opt %s --split-input-file --attn-choose-kernel=chip=sm_90a --attn-attention-to-mma | FileCheck %s --check-prefix=AUTO-WGMMA
+// RUN: attn-opt %s --split-input-file --attn-choose-kernel="chip=sm_90a stages=1" --attn-attention-to-mma | FileCheck %s --check-prefix=WGMMA-STAGES
 
 // bf16, D = 64, causal, with the logsumexp: one launch over (q-blocks,
 // heads, batches), its tiles recorded on it.
@@ -63,7 +64,6 @@
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?x8x?x64xbf16>, vector<8xbf16>
 // CHECK: math.log2
 // CHECK: memref.store %{{.*}} : memref<?x8x?xf32>
-// CHECK: } {attn.mma_tiles = {bands = 2 : i64, kv_tile = 64 : i64, q_tile = 128 : i64, shared_bytes = 55296 : i64, stages = 2 : i64, warps = 4 : i64}}
 // One stage: K and V in one buffer each; in each step the copy of V_j waits
 // for the barrier after P V_j-1, and that of K_j+1 for the one after S_j.
 // Eight warps of two bands: 256 rows.
@@ -78,7 +78,6 @@
 // STAGES-NEXT: gpu.barrier
 // STAGES: scf.if
 // STAGES: nvgpu.device_async_copy {{.*}} to memref<1x64x72xbf16, #gpu.address_space<workgroup>>
-// STAGES: } {attn.mma_tiles = {bands = 2 : i64, kv_tile = 64 : i64, q_tile = 256 : i64, shared_bytes = 55296 : i64, stages = 1 : i64, warps = 8 : i64}}
 // With wgmma (sm_90a): two warpgroups of 64 rows, Q, K and V in the
 // 128-byte swizzle layout from a 1024-byte-aligned base, S = Q K^T from
 // two shared-memory descriptors, O += P V with P from registers and V
@@ -89,7 +88,6 @@
 // WGMMA-STAGES-LABEL: func.func @causal_bf16
 // The wgmma loop keeps two K/V buffers: one stage stays on mma.sync.
 // WGMMA-STAGES: nvvm.mma.sync
-// WGMMA-STAGES: stages = 1 : i64, warps = {{[0-9]+}} : i64}}
 // WGMMA-LABEL: func.func @causal_bf16
 // WGMMA: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256{{.*}}) dynamic_shared_memory_size %c84992_i32
 // WGMMA: memref.extract_aligned_pointer_as_index
@@ -121,12 +119,10 @@
 // WGMMA: llvm.inline_asm has_side_effects {{.*}}m64n64k16.f32.bf16.bf16
 // WGMMA: nvvm.wgmma.commit.group.sync.aligned
 // WGMMA-NEXT: llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;"
-// WGMMA: } {attn.mma_tiles = {bands = 1 : i64, kv_tile = 128 : i64, q_tile = 128 : i64, shared_bytes = 84992 : i64, stages = 2 : i64, warps = 8 : i64}, attn.wgmma}
 func.func @causal_bf16(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
                        %v: tensor<?x2x?x64xbf16>, %o: tensor<?x8x?x64xbf16>,
                        %lse: tensor<?x8x?xf32>)
     -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {
-  // SMEM: error: 'attn.attention' op has no mma.sync tiles that fit 5000 bytes of shared memory per block (D = 64, Dv = 64, q-tile 0, kv-tile 0, bands 0, warps 0)
   %r:2 = attn.attention ins(%q, %k, %v : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>)
       outs(%o, %lse : tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {causal}
       -> tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
@@ -136,13 +132,13 @@ func.func @causal_bf16(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
 // -----
 
 // f16 with regions: mask_mod and score_mod (with a captured tensor) are
-// inlined per register; f16 pairs are the mma operands as they are.
+// inlined per register; f16 pairs are the mma operands as they are. The
+// regions' registers leave one band per warp: 8 warps of 16 rows.
 // CHECK-LABEL: func.func @regions_f16
-// CHECK: gpu.launch
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256
 // CHECK: nvvm.mma.sync {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK: tensor.extract %{{.*}}[%{{.*}}] : tensor<?xf32>
 // CHECK: math.tanh
-// CHECK: } {attn.mma_tiles = {bands = 1 : i64, kv_tile = 64 : i64, q_tile = 128 : i64
 func.func @regions_f16(%q: tensor<1x4x?x128xf16>, %k: tensor<1x4x?x128xf16>,
                        %v: tensor<1x4x?x128xf16>, %o: tensor<1x4x?x128xf16>,
                        %slopes: tensor<?xf32>) -> tensor<1x4x?x128xf16> {
@@ -235,20 +231,21 @@ func.func @not_served(%q: tensor<1x1x?x64xf32>, %o: tensor<1x1x?x64xf32>,
   return %a, %b : tensor<1x1x?x64xf32>, tensor<1x1x?x24xf16>
 }
 
-// WARPS: attn-attention-to-mma: warps must be up to 32, with q-tile given one or two 16-row bands each, and stages 1 or 2 (0: chosen), got 8 warps for q-tile 64 and 0 stages
+// WARPS: attn-choose-kernel: warps must be up to 32, with q-tile given one or two 16-row bands each, and stages 1 or 2 (0: chosen), got 8 warps for q-tile 64 and 0 stages
 // WARPS3: got 0 warps for q-tile 0 and 3 stages
-// TILE: attn-attention-to-mma: q-tile must be a multiple of 16 up to 512 (of 32 with bands=2), kv-tile a multiple of 16 up to 256 and bands 1 or 2 (0: chosen), got 24, 0 and 0
+// TILE: attn-choose-kernel: the tensor-core kernels need q-tile and kv-tile to be multiples of 16 (strategy=simt takes others), got 24 and 0
 
 // -----
 
 // Head dims other than 64, 128 and 256 stay on mma.sync under strategy=auto
-// with wgmma=true, where the others take the warp-specialized kernel.
+// on sm_90a, where the others take the warp-specialized kernel.
 // AUTO-WGMMA-LABEL: func.func @causal_bf16
-// AUTO-WGMMA: attn.warp_specialized, attn.wgmma}
+// AUTO-WGMMA: nvvm.setmaxregister
 // AUTO-WGMMA-LABEL: func.func @narrow_head_dim
+// AUTO-WGMMA-NOT: wgmma
 // AUTO-WGMMA: nvvm.mma.sync
-// AUTO-WGMMA-NOT: attn.wgmma
-// AUTO-WGMMA: } {attn.mma_tiles = {{.*}}}
+// AUTO-WGMMA-NOT: wgmma
+// AUTO-WGMMA: return
 func.func @narrow_head_dim(%q: tensor<1x2x?x32xbf16>, %k: tensor<1x2x?x32xbf16>,
                            %v: tensor<1x2x?x32xbf16>, %o: tensor<1x2x?x32xbf16>)
     -> tensor<1x2x?x32xbf16> {

@@ -1,51 +1,64 @@
 // attn-lower-to-nvvm's strategy: auto takes, per op, the fastest kernel the
 // chip has that serves it; simt, mma-sync, wgmma and wgmma-ws put every
-// attention op on that kernel or fail naming the op and why.
-// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a until=tile" | FileCheck %s --check-prefix=AUTO90A
-// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90 until=tile" | FileCheck %s --check-prefix=AUTO90
-// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_75 until=tile" | FileCheck %s --check-prefix=AUTO75
-// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=simt until=tile" | FileCheck %s --check-prefix=SIMT
-// RUN: not attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=mma-sync until=tile" 2>&1 | FileCheck %s --check-prefix=MMASYNC
-// RUN: not attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=wgmma until=tile" 2>&1 | FileCheck %s --check-prefix=WGMMA
-// RUN: not attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=wgmma-ws until=tile" 2>&1 | FileCheck %s --check-prefix=WGMMAWS
-// RUN: not attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=wgmma-ws q-tile=32 until=tile" 2>&1 | FileCheck %s --check-prefix=TILES
+// attention op on that kernel or fail naming the op and why. The choice is
+// each op's #attn.kernel (stage choose), which the lowerings follow (tile).
+// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a until=choose" | FileCheck %s --check-prefix=AUTO90A
+// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a until=tile" | FileCheck %s --check-prefix=TILE90A
+// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90 until=choose" | FileCheck %s --check-prefix=AUTO90
+// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_75 until=choose" | FileCheck %s --check-prefix=AUTO75
+// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=simt until=choose" | FileCheck %s --check-prefix=SIMT
+// RUN: attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=simt until=tile" | FileCheck %s --check-prefix=SIMT-TILE
+// RUN: not attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=mma-sync until=choose" 2>&1 | FileCheck %s --check-prefix=MMASYNC
+// RUN: not attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=wgmma until=choose" 2>&1 | FileCheck %s --check-prefix=WGMMA
+// RUN: not attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=wgmma-ws until=choose" 2>&1 | FileCheck %s --check-prefix=WGMMAWS
+// RUN: not attn-opt %s --split-input-file --attn-lower-to-nvvm="chip=sm_90a strategy=wgmma-ws q-tile=32 until=choose" 2>&1 | FileCheck %s --check-prefix=TILES
 // RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90 strategy=wgmma" 2>&1 | FileCheck %s --check-prefix=NOWGMMA
 // RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_75 strategy=mma-sync" 2>&1 | FileCheck %s --check-prefix=NOMMA
 // RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90a strategy=mma" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // A block mask of 32 x 32 blocks cuts the tiles to 32 rows, fewer than a
 // warpgroup's 64: auto takes mma.sync, wgmma-ws says why it cannot.
 // RUN: attn-run --emit-variant --dtype=bf16 --head-dim=128 --mask=document --given-block-mask=32 > %t.blocks32.mlir
-// RUN: attn-opt %t.blocks32.mlir --attn-lower-to-nvvm="chip=sm_90a until=tile" | FileCheck %s --check-prefix=BLOCKS32
-// RUN: not attn-opt %t.blocks32.mlir --attn-lower-to-nvvm="chip=sm_90a strategy=wgmma-ws until=tile" 2>&1 | FileCheck %s --check-prefix=BLOCKS32-WS
+// RUN: attn-opt %t.blocks32.mlir --attn-lower-to-nvvm="chip=sm_90a until=choose" | FileCheck %s --check-prefix=BLOCKS32
+// RUN: not attn-opt %t.blocks32.mlir --attn-lower-to-nvvm="chip=sm_90a strategy=wgmma-ws until=choose" 2>&1 | FileCheck %s --check-prefix=BLOCKS32-WS
 
+// FlashAttention-3's 128 x 128 tiles, two Q buffers, 40/232 registers.
 // AUTO90A-LABEL: func.func @d128
-// AUTO90A: gpu.launch
-// AUTO90A: attn.mma_tiles = {bands = 1 : i64, kv_tile = 128 : i64, q_tile = 128 : i64, shared_bytes = 197768 : i64, stages = 2 : i64, warps = 8 : i64}, attn.warp_specialized, attn.wgmma}
+// AUTO90A: kernel = #attn.kernel<wgmma_ws, q_tile = 128, kv_tile = 128, query_buffers = 2, producer_registers = 40, consumer_registers = 232>
 // D = 256 leaves room for one Q buffer and kv-tiles of 64.
 // AUTO90A-LABEL: func.func @d256
-// AUTO90A: attn.mma_tiles = {bands = 1 : i64, kv_tile = 64 : i64, q_tile = 128 : i64, shared_bytes = 197768 : i64, stages = 2 : i64, warps = 8 : i64}, attn.warp_specialized, attn.wgmma}
+// AUTO90A: kernel = #attn.kernel<wgmma_ws, q_tile = 128, kv_tile = 64, producer_registers = 40, consumer_registers = 232>
 // AUTO90A-LABEL: func.func @d32
-// AUTO90A: nvvm.mma.sync
-// AUTO90A-NOT: attn.wgmma
+// AUTO90A: kernel = #attn.kernel<mma_sync, q_tile = 128, kv_tile = 64>
 // AUTO90A-LABEL: func.func @f32
-// AUTO90A-NOT: gpu.launch
-// AUTO90A: scf.forall
+// AUTO90A: kernel = #attn.kernel<simt, q_tile = 64, kv_tile = 64>
+
+// TILE90A-LABEL: func.func @d128
+// TILE90A: gpu.launch
+// TILE90A: nvvm.setmaxregister
+// TILE90A: wgmma.mma_async
+// TILE90A-LABEL: func.func @d32
+// TILE90A: gpu.launch
+// TILE90A-NOT: wgmma
+// TILE90A: nvvm.mma.sync
+// TILE90A-LABEL: func.func @f32
+// TILE90A-NOT: gpu.launch
+// TILE90A: scf.forall
+// TILE90A: attn.attention {{.*}}kernel = #attn.kernel<simt, q_tile = 64, kv_tile = 64>
 
 // AUTO90-LABEL: func.func @d128
-// AUTO90: nvvm.mma.sync
-// AUTO90: attn.mma_tiles = {bands = 2 : i64, kv_tile = 32 : i64, q_tile = 128 : i64
-// AUTO90-NOT: attn.wgmma
+// AUTO90: kernel = #attn.kernel<mma_sync, q_tile = 128, kv_tile = 32, bands = 2>
 
 // AUTO75-LABEL: func.func @d128
-// AUTO75-NOT: gpu.launch
-// AUTO75: scf.forall
+// AUTO75: kernel = #attn.kernel<simt,
 
 // SIMT-LABEL: func.func @d128
-// SIMT-NOT: gpu.launch
-// SIMT: scf.forall
+// SIMT: kernel = #attn.kernel<simt, q_tile = 64, kv_tile = 64>
 // SIMT-LABEL: func.func @d256
-// SIMT-NOT: gpu.launch
-// SIMT: scf.forall
+// SIMT: kernel = #attn.kernel<simt, q_tile = 64, kv_tile = 32>
+
+// SIMT-TILE-LABEL: func.func @d128
+// SIMT-TILE-NOT: gpu.launch
+// SIMT-TILE: scf.forall
 
 // MMASYNC-NOT: error
 // MMASYNC: error: 'attn.attention' op cannot run on strategy mma-sync: it needs f16 or bf16 inputs (f32 would need tf32, which misses the f32 tolerance)
@@ -63,9 +76,7 @@
 // NOMMA: attn-lower-to-nvvm: strategy mma-sync needs sm_80 or newer, not sm_75
 // UNKNOWN: for the --strategy option: Cannot find option named 'mma'!
 
-// BLOCKS32: nvvm.mma.sync
-// BLOCKS32: attn.mma_tiles = {bands = {{[0-9]}} : i64, kv_tile = 32 : i64, q_tile = 32 : i64
-// BLOCKS32-NOT: attn.wgmma
+// BLOCKS32: kernel = #attn.kernel<mma_sync, q_tile = 32, kv_tile = 32
 // BLOCKS32-WS: error: 'attn.attention' op has a block mask of 32 x 32 blocks, which no wgmma-ws tiles divide (q-tile 32, kv-tile 32)
 
 func.func @d128(%q: tensor<?x?x?x128xbf16>, %k: tensor<?x?x?x128xbf16>,

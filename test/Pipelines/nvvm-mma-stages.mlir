@@ -9,10 +9,9 @@
 // RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_80" | FileCheck %s --check-prefix=BINARY
 // RUN: attn-opt %s --attn-lower-to-nvvm="chip=sm_75 until=tile" | FileCheck %s --check-prefix=SM75
 
-// TILE: gpu.launch
+// TILE: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c128
 // TILE: nvgpu.ldmatrix
 // TILE: nvvm.mma.sync
-// TILE: attn.mma_tiles = {bands = 2 : i64, kv_tile = 64 : i64, q_tile = 128 : i64
 
 // BUFFERIZE-NOT: tensor<
 // BUFFERIZE: gpu.launch

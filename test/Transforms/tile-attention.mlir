@@ -18,7 +18,7 @@
 // CHECK: tensor.parallel_insert_slice
 // GPU-LABEL: func.func @gqa
 // GPU: mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]
-// BAD: attn-tile-attention: need q-tile > 0 (or 0 with shared-memory-per-block), kv-tile >= 0 and 0 <= thread-rows <= q-tile, got q-tile=0 kv-tile=0 thread-rows=0
+// BAD: attn-tile-attention: need q-tile > 0, kv-tile >= 0 and 0 <= thread-rows <= q-tile, got q-tile=0 kv-tile=0 thread-rows=0
 func.func @gqa(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>,
                %v: tensor<?x2x?x64xf16>, %o: tensor<?x8x?x64xf16>) -> tensor<?x8x?x64xf16> {
   %r = attn.attention ins(%q, %k, %v : tensor<?x8x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>)

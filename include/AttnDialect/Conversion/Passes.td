@@ -104,19 +104,80 @@ def SoftmaxToGpu : Pass<"attn-softmax-to-gpu"> {
   ];
 }
 
+def ChooseKernel : Pass<"attn-choose-kernel"> {
+  let summary = "record on each attn.attention the GPU kernel that computes "
+                "it, with its tiles";
+  let description = [{
+    Sets each `attn.attention`'s `kernel` attribute (an `#attn.kernel`,
+    outside GPU kernels) to the kernel `chip` runs it on and the tiles that
+    fit it: the one place the GPU pipeline decides which kernel runs. The
+    lowerings follow it: `attn-attention-to-mma` builds the tensor-core
+    kinds, `attn-tile-attention` and `attn-decompose-attention` the SIMT
+    one.
+
+    `strategy` picks the kind:
+    - `auto` (the default): `wgmma_ws` on sm_90a for f16/bf16 head dims of
+      64, 128 and 256; `mma_sync` for other f16/bf16 ops with head dims
+      that are multiples of 16 on sm_80 and newer; `simt` for the rest (f32,
+      which tf32 would not compute to its tolerance; head dims of 8 mod
+      16; older chips).
+    - `simt`, `mma-sync`, `wgmma` and `wgmma-ws` put every op on that kind,
+      or fail naming the op and why it cannot run there.
+
+    Tiles: FlashAttention-2's shapes for mma.sync (128 rows in 4 warps of
+    two 16-row bands where the registers hold them, kv-tiles of 64 or 32 by
+    head dim), FlashAttention-3's for wgmma (two warpgroups of 64 rows,
+    kv-tiles of 128, or 64 where regions take registers or D = 256), the
+    largest that fit the chip's shared memory for SIMT. The tensor-core
+    tiles divide the op's block-mask blocks; under `auto`, blocks of fewer
+    than 64 rows take mma.sync. `q-tile`, `kv-tile`, `bands`, `warps` and
+    `stages` fix what they set (0: chosen); under `auto`, values wgmma
+    cannot take (bands of 32 rows, one stage) keep mma.sync.
+
+    An op that already has a `kernel` keeps it if the chip can run it
+    (wgmma needs sm_90a, mma.sync sm_80, and the tiles must fit the chip's
+    shared memory per block); otherwise the pass fails naming the op.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"",
+           "the chip the kernels run on (sm_75 ... sm_90a)">,
+    Option<"strategy", "strategy", "::mlir::attn::KernelStrategy",
+           /*default=*/"::mlir::attn::KernelStrategy::Auto",
+           "which kernel: auto takes the fastest the chip has for each op; "
+           "simt, mma-sync, wgmma and wgmma-ws serve every op or fail "
+           "naming why",
+           [{::mlir::attn::kernelStrategyValues()}]>,
+    Option<"qTile", "q-tile", "int64_t", /*default=*/"0",
+           "query rows per block; tensor cores: a multiple of 16, one warp "
+           "per 16-row band (0: chosen per op)">,
+    Option<"kvTile", "kv-tile", "int64_t", /*default=*/"0",
+           "keys per kv step; tensor cores: a multiple of 16 (0: chosen per "
+           "op)">,
+    Option<"bands", "bands", "int64_t", /*default=*/"0",
+           "tensor cores: bands of 16 rows per warp, 1 or 2; a warp's K and "
+           "V fragments feed each band (0: chosen per head dim and masks)">,
+    Option<"warps", "warps", "int64_t", /*default=*/"0",
+           "tensor cores: warps per block, up to 32; with q-tile given it "
+           "sets the bands (q-tile / (16 warps)), else the q-tile (16 x "
+           "bands x warps) (0: q-tile / (16 x bands))">,
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "tensor cores: K/V buffers in shared memory, 1 or 2: with 2, the "
+           "copy of K_j+1 goes out before the other warps finish with K_j; "
+           "with 1, after a barrier, in less shared memory (0: 2)">
+  ];
+}
+
 def AttentionToMma : Pass<"attn-attention-to-mma"> {
-  let summary = "f16/bf16 attn.attention to a tensor-core (mma.sync) GPU "
+  let summary = "build the gpu.launch of each attention on a tensor-core "
                 "kernel";
   let description = [{
-    Replaces each `attn.attention` whose Q, K and V are f16 or bf16, with
-    head dims that are multiples of 16, by one `gpu.launch` on the op's
-    buffers (`bufferization.to_buffer` / `to_tensor`, so it runs before
-    bufferization): the FlashAttention-2 forward on `mma.sync` tensor
-    cores. Under `strategy=auto` other ops (f32 inputs, head dims of 8 mod
-    16) are left for the SIMT lowering; under `mma-sync`, `wgmma` or
-    `wgmma-ws` an op the kernel cannot serve is an error that names the op
-    and why. f32 stays off tensor cores because tf32 would miss the f32
-    tolerance.
+    Replaces each `attn.attention` whose `kernel` (set by
+    `attn-choose-kernel`) is `mma_sync`, `wgmma` or `wgmma_ws` by one
+    `gpu.launch` on the op's buffers (`bufferization.to_buffer` /
+    `to_tensor`, so it runs before bufferization) that computes it with
+    the kernel's tiles; other ops are left for the SIMT lowering. The
+    `mma_sync` kernel is the FlashAttention-2 forward on `mma.sync`
+    tensor cores.
 
     A block computes `q-tile` query rows of one (batch, head) over every
     kv-block; each of its q-tile / 16 warps owns 16 rows. The grid is
@@ -149,19 +210,14 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
       in shared memory and stores them in 16-byte vectors; the logsumexp
       output, when present, is natural-log.
 
-    With `strategy=wgmma` or `wgmma-ws` (and under `auto` where `wgmma`
-    says the chip has it, as attn-lower-to-nvvm sets for sm_90a), ops
-    with head dims (D and Dv) of 64, 128 or 256 run both contractions on
-    Hopper's `wgmma.mma_async` instead: two warpgroups of 64 rows per block, Q, K and V in shared
-    memory in the 128-byte swizzle layout, S from two shared-memory
-    descriptors, P V with P from registers, and the softmax of S_j
-    overlapping the P_j-1 V_j-1 wgmma (FlashAttention-3's intra-warpgroup
-    pipelining); the launch carries `attn.wgmma`. Under `auto`, tiles
-    given for mma.sync that wgmma cannot take (4 warps of 128 rows, one
-    K/V stage) keep mma.sync; under `wgmma` and `wgmma-ws` they are an
-    error.
+    The `wgmma` kernel (for head dims D and Dv of 64, 128 or 256) runs
+    both contractions on Hopper's `wgmma.mma_async` instead: two
+    warpgroups of 64 rows per block, Q, K and V in shared memory in the
+    128-byte swizzle layout, S from two shared-memory descriptors, P V
+    with P from registers, and the softmax of S_j overlapping the P_j-1
+    V_j-1 wgmma (FlashAttention-3's intra-warpgroup pipelining).
 
-    With `wgmma-ws` (auto's choice on sm_90a), the kernel is persistent and
+    `wgmma_ws` (auto's choice on sm_90a) is persistent and
     warp-specialized, as FlashAttention-3's: min(tiles, SMs) blocks
     (`attn.multiprocessor_count`) of 384 threads take q-tiles from a
     counter in a zeroed two-word `attn.workspace` (the last block out
@@ -172,49 +228,15 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
     buffer's mbarrier expecting the copies' bytes; the two consumer
     warpgroups wait on those barriers instead of block barriers, release
     each buffer once their wgmmas have read it, and store O from
-    registers. `setmaxnreg` moves registers from the producer (40) to the
-    consumers (232); the launch carries `attn.warp_specialized`.
+    registers. `setmaxnreg` moves registers from the producer to the
+    consumers (the kernel's register split, 40 and 232 by default).
 
-    Tiles (q-tile, kv-tile, bands, warps) of 0 are chosen per head dim so
-    that a block's registers do not spill and its shared memory fits
-    `shared-memory-per-block`; the choice is recorded on the launch as
-    `attn.mma_tiles`. [docs/GPU.md](../GPU.md) describes the kernel.
+    [docs/GPU.md](../GPU.md) describes the kernels.
   }];
   let options = [
-    Option<"qTile", "q-tile", "int64_t", /*default=*/"0",
-           "query rows per block, a multiple of 16: one warp per 16 rows "
-           "(0: chosen per head dim)">,
-    Option<"kvTile", "kv-tile", "int64_t", /*default=*/"0",
-           "keys per kv step, a multiple of 16 (0: chosen per head dim)">,
-    Option<"bands", "bands", "int64_t", /*default=*/"0",
-           "bands of 16 rows per warp, 1 or 2: a warp's K and V fragments "
-           "feed each band (0: chosen per head dim and masks)">,
-    Option<"warps", "warps", "int64_t", /*default=*/"0",
-           "warps per block, up to 32: with q-tile given, it sets the bands "
-           "(q-tile / (16 warps)), else the q-tile (16 x bands x warps) "
-           "(0: q-tile / (16 x bands))">,
-    Option<"stages", "stages", "int64_t", /*default=*/"0",
-           "K/V buffers in shared memory, 1 or 2: with 2, the copy of K_j+1 "
-           "goes out before the other warps finish with K_j; with 1, after "
-           "a barrier, in less shared memory (0: 2)">,
-    Option<"sharedMemoryPerBlock", "shared-memory-per-block", "int64_t",
-           /*default=*/"232448",
-           "bytes of shared memory a block may use (attn-lower-to-nvvm sets "
-           "it from the chip)">,
     Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"false",
            "guard the regions' reads of captured tensors and their integer "
-           "divisions; a violation prints what and where and traps">,
-    Option<"strategy", "strategy", "::mlir::attn::KernelStrategy",
-           /*default=*/"::mlir::attn::KernelStrategy::Auto",
-           "which kernel: auto serves each op it can with the fastest "
-           "kernel (wgmma-ws where wgmma is available and serves it, else "
-           "mma-sync) and leaves the others; mma-sync, wgmma and wgmma-ws "
-           "serve every attention op or fail naming why (simt: none)",
-           [{::mlir::attn::kernelStrategyValues()}]>,
-    Option<"warpgroupMma", "wgmma", "bool", /*default=*/"false",
-           "the chip runs wgmma (sm_90a; attn-lower-to-nvvm sets it from "
-           "the chip): needed by strategy wgmma and wgmma-ws, and what "
-           "auto takes where it serves">
+           "divisions; a violation prints what and where and traps">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -88,6 +88,14 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     Rows with no unmasked element produce 0 (and a logsumexp of -inf),
     never NaN.
 
+    `kernel` (an `#attn.kernel`) names the GPU kernel that computes the op
+    and its tiles; `attn-choose-kernel` sets it, and tiles keep it. The
+    verifier refuses a kind that cannot compute the op: the tensor-core
+    kinds need f16/bf16 inputs and head dims that are multiples of 16 (and
+    no block mask on a tile of a larger op), wgmma head dims of 64, 128 or
+    256, and with a block mask the tensor-core tiles must divide its
+    blocks.
+
     Example:
 
     ```mlir
@@ -105,7 +113,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [
                        Variadic<AnyRankedTensor>:$outputs,
                        Variadic<Index>:$offsets,
                        OptionalAttr<F32Attr>:$scale,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal,
+                       OptionalAttr<Attn_KernelAttr>:$kernel);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region MaxSizedRegion<1>:$score_mod,
                         MaxSizedRegion<1>:$mask_mod);
@@ -147,6 +156,10 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     /// The whole-problem position (b, h, q, kv) of this op's tile; constant
     /// zeros when the op is not a tile.
     SmallVector<OpFoldResult> getMixedOffsets();
+
+    /// Whether `kernel` can compute this op (dtype, head dims, block
+    /// mask), with a diagnostic if not.
+    LogicalResult verifyKernel(KernelAttr kernel);
 
     bool hasScoreMod() { return !getScoreMod().empty(); }
     bool hasMaskMod() { return !getMaskMod().empty(); }

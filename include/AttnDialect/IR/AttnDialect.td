@@ -29,6 +29,7 @@ def Attn_Dialect : Dialect {
     softmax statistics are accumulated in f32.
   }];
   let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
   // Tiling creates tensor slices, and split-kv tiling fills its partial
   // tensors with linalg.fill.
   let dependentDialects = [

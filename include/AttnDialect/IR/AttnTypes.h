@@ -12,4 +12,7 @@
 #define GET_TYPEDEF_CLASSES
 #include "AttnDialect/IR/AttnTypes.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "AttnDialect/IR/AttnAttrs.h.inc"
+
 #endif // ATTNDIALECT_IR_ATTNTYPES_H

@@ -54,7 +54,8 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
 };
 
 /// Where the NVVM pipeline stops:
-///   tile      - forall over blocks, nested forall over threads
+///   choose    - each attention op's #attn.kernel chosen for the chip
+///   tile      - tensor-core kernels as gpu.launch, forall over SIMT blocks
 ///   decompose - per-thread flash loops on tensors
 ///   bufferize - on memrefs, every temporary of a thread on its stack
 ///   gpu       - gpu.launch, outlined into a gpu.module
@@ -86,7 +87,7 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
   Option<int64_t> warps{
       *this, "warps",
       llvm::cl::desc("mma kernels: warps per block (0: chosen per head dim; "
-                     "see attn-attention-to-mma)"),
+                     "see attn-choose-kernel)"),
       llvm::cl::init(0)};
   Option<int64_t> stages{
       *this, "stages",
@@ -102,8 +103,8 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
       llvm::cl::init("isa")};
   Option<std::string> until{
       *this, "until",
-      llvm::cl::desc("stop after this stage: tile, decompose, bufferize, "
-                     "gpu, nvvm or binary"),
+      llvm::cl::desc("stop after this stage: choose, tile, decompose, "
+                     "bufferize, gpu, nvvm or binary"),
       llvm::cl::init("binary")};
   Option<bool> boundsChecks{
       *this, "bounds-checks",

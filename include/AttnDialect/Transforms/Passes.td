@@ -45,7 +45,7 @@ def Decompose : Pass<"attn-decompose"> {
   }];
   let options = [
     Option<"kvTile", "kv-tile", "int64_t", /*default=*/"64",
-           "keys per step of the kv loop (an op's attn.kv_tile wins)">,
+           "keys per step of the kv loop (an op's kernel's kv_tile wins)">,
     Option<"rowTile", "row-tile", "int64_t", /*default=*/"4096",
            "elements of a softmax row handled at once">,
     Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"false",
@@ -107,22 +107,19 @@ def TileAttention : Pass<"attn-tile-attention"> {
     `scf.forall` over groups of R query rows marked `#gpu.thread<x>`: one
     GPU thread per R rows of the q-tile.
 
-    With `shared-memory-per-block=S` (a GPU's limit), `q-tile=0` and
-    `kv-tile=0` mean "choose": each op gets the largest of 64x64, 64x32,
-    32x32, 32x16, 16x16, 16x8 and 8x8 (q-tile x kv-tile, keeping whichever
-    of the two is given) whose block tiles fit in S bytes for its head dims
-    and element type. The tile op records its kv-tile as `attn.kv_tile`,
-    which `attn-decompose-attention` follows.
+    With `gpu-mapping`, an op's `kernel` (a `simt` `#attn.kernel`, as
+    `attn-choose-kernel` records) sets its q-tile and kv-tile instead of
+    the options; a tensor-core kernel is an error (`attn-attention-to-mma`
+    builds those). The tile op records its kv-tile in its `kernel`
+    (`simt`), which `attn-decompose-attention` follows. With a block mask,
+    q-tiles are cut to divide its q-blocks.
   }];
   let options = [
     Option<"qTile", "q-tile", "int64_t", /*default=*/"64",
-           "query rows per tile (0: choose, with shared-memory-per-block)">,
+           "query rows per tile (an op's kernel wins with gpu-mapping)">,
     Option<"kvTile", "kv-tile", "int64_t", /*default=*/"0",
-           "keys per kv step to record on GPU tiles (0: choose, with "
-           "shared-memory-per-block)">,
-    Option<"sharedMemoryPerBlock", "shared-memory-per-block", "int64_t",
-           /*default=*/"0",
-           "bytes of shared memory a block may use (0: do not choose tiles)">,
+           "keys per kv step to record on the tiles' kernel (0: none; an "
+           "op's kernel wins with gpu-mapping)">,
     Option<"gpuMapping", "gpu-mapping", "bool", /*default=*/"false",
            "mark the forall with #gpu.block mapping attributes">,
     Option<"threadRows", "thread-rows", "int64_t", /*default=*/"0",
@@ -180,8 +177,9 @@ def DecomposeAttention : Pass<"attn-decompose-attention"> {
     ```
 
     `score_mod` and `mask_mod` are inlined with whole-problem indices (the
-    op's `offsets` added). An op's `attn.kv_tile` attribute (what
-    `attn-tile-attention` chose for a GPU block) overrides `kv-tile`. Causal ops stop the loop at the diagonal and
+    op's `offsets` added). The kv-tile of an op's `kernel` (what
+    `attn-choose-kernel` chose for a GPU block) overrides `kv-tile`.
+    Causal ops stop the loop at the diagonal and
     split it in two: kv-tiles wholly below the diagonal run without any mask
     arithmetic, only the tiles that cross it compare indices. Without a
     `score_mod` the scale is left to `attn.online_softmax`, which applies
@@ -201,7 +199,7 @@ def DecomposeAttention : Pass<"attn-decompose-attention"> {
   }];
   let options = [
     Option<"kvTile", "kv-tile", "int64_t", /*default=*/"64",
-           "keys per step of the kv loop (an op's attn.kv_tile wins)">,
+           "keys per step of the kv loop (an op's kernel's kv_tile wins)">,
     Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"false",
            "check the regions' captured reads and integer divisions">
   ];

@@ -192,7 +192,7 @@ void BlockBuilder::buildWarpSpecialized() {
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(roles.thenBlock());
-    NVVM::SetMaxRegisterOp::create(b, loc, kProducerRegisters,
+    NVVM::SetMaxRegisterOp::create(b, loc, tiles.producerRegisters,
                                    NVVM::SetMaxRegisterAction::decrease);
     walkTiles(
         /*producer=*/true, [&](Value count, Value stepCount, Value steps) {
@@ -241,7 +241,7 @@ void BlockBuilder::buildWarpSpecialized() {
   }
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(roles.elseBlock());
-  NVVM::SetMaxRegisterOp::create(b, loc, kConsumerRegisters,
+  NVVM::SetMaxRegisterOp::create(b, loc, tiles.consumerRegisters,
                                  NVVM::SetMaxRegisterAction::increase);
   // Warpgroup w's rows start 64 w rows into each 64-column tile.
   Value warpgroupRows = mul(div(k.tid, 128), c(64 * kSwizzleRowBytes));

@@ -16,15 +16,11 @@
 #ifndef ATTN_LIB_CONVERSION_ATTENTIONTOMMA_WARPGROUPMMA_H
 #define ATTN_LIB_CONVERSION_ATTENTIONTOMMA_WARPGROUPMMA_H
 
+#include "AttnDialect/Conversion/KernelTiles.h"
+
 #include "mlir/IR/Builders.h"
 
 namespace mlir::attn::mma {
-
-/// Elements in a row of a swizzled tile, and the bytes of one row.
-constexpr int64_t kSwizzleColumns = 64;
-constexpr int64_t kSwizzleRowBytes = 128;
-/// The alignment a swizzled tile's base needs.
-constexpr int64_t kSwizzleAlignment = 1024;
 
 /// The column at which the 16-byte chunk holding column `col` (a multiple
 /// of 8 below 64) of `row` is stored in a swizzled tile.

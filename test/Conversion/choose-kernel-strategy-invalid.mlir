@@ -1,9 +1,9 @@
-// RUN: attn-opt %s --split-input-file --attn-attention-to-mma="strategy=mma-sync" --verify-diagnostics
-// RUN: attn-opt %s --split-input-file --attn-attention-to-mma="wgmma=true strategy=wgmma-ws" --verify-diagnostics=only-expected
-// RUN: not attn-opt %s --split-input-file --attn-attention-to-mma="strategy=wgmma" 2>&1 | FileCheck %s --check-prefix=NOWGMMA
+// RUN: attn-opt %s --split-input-file --attn-choose-kernel="chip=sm_90 strategy=mma-sync" --verify-diagnostics
+// RUN: attn-opt %s --split-input-file --attn-choose-kernel="chip=sm_90a strategy=wgmma-ws" --verify-diagnostics=only-expected
+// RUN: not attn-opt %s --split-input-file --attn-choose-kernel="chip=sm_90 strategy=wgmma" 2>&1 | FileCheck %s --check-prefix=NOWGMMA
 
 // An explicit strategy serves every attention op or says why it cannot.
-// NOWGMMA: attn-attention-to-mma: strategy wgmma needs a chip with wgmma (sm_90a; wgmma=true)
+// NOWGMMA: attn-choose-kernel: strategy wgmma needs wgmma, which only sm_90a has, not sm_90
 
 func.func @f32(%q: tensor<1x1x?x64xf32>, %k: tensor<1x1x?x64xf32>,
                %v: tensor<1x1x?x64xf32>, %o: tensor<1x1x?x64xf32>)

@@ -1,4 +1,4 @@
-//===- MmaTiles.cpp - tiles of the mma.sync attention kernel --------------===//
+//===- KernelTiles.cpp - tiles of the GPU attention kernels ---------------===//
 //
 // The shared memory a block's tiles take and the choice of tiles: the
 // largest that fit the chip's shared memory and leave the fragments in
@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "MmaKernel.h"
-#include "WarpgroupMma.h"
+#include "AttnDialect/Conversion/KernelTiles.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
@@ -16,6 +16,69 @@
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mma;
+
+int64_t mlir::attn::simtSharedBytes(int64_t q, int64_t kv, int64_t d,
+                                    int64_t dv, int64_t elementBytes) {
+  int64_t inputs = (q * d + kv * d + kv * dv) * elementBytes;
+  int64_t padding = (q + 2 * kv) * 16;
+  int64_t f32Tiles = (2 * q * kv + 2 * q * dv) * 4;
+  int64_t rows = 12 * q * 4;
+  return inputs + padding + f32Tiles + rows + 16 * 16;
+}
+
+std::optional<std::pair<int64_t, int64_t>>
+mlir::attn::chooseSimtTiles(AttentionOp op, int64_t qTile, int64_t kvTile,
+                            int64_t sharedBytes) {
+  int64_t elementBytes =
+      op.getQueryType().getElementType().getIntOrFloatBitWidth() / 8;
+  const std::pair<int64_t, int64_t> candidates[] = {
+      {64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}, {16, 8}, {8, 8}};
+  for (auto [q, kv] : candidates) {
+    if (qTile > 0)
+      q = qTile;
+    if (kvTile > 0)
+      kv = kvTile;
+    if (simtSharedBytes(q, kv, op.getHeadDim(), op.getValueHeadDim(),
+                        elementBytes) <= sharedBytes)
+      return std::make_pair(q, kv);
+  }
+  return std::nullopt;
+}
+
+MmaTiles MmaTiles::of(KernelAttr kernel) {
+  MmaTiles tiles;
+  tiles.qTile = kernel.getQTile();
+  tiles.kvTile = kernel.getKvTile();
+  tiles.bands = kernel.getBands();
+  tiles.stages = kernel.getStages();
+  tiles.warpgroup = kernel.isWarpgroupMma();
+  tiles.warpSpecialized = kernel.getKind() == KernelKind::wgmma_ws;
+  tiles.queryBuffers = kernel.getQueryBuffers();
+  tiles.producerRegisters = kernel.getProducerRegisters();
+  tiles.consumerRegisters = kernel.getConsumerRegisters();
+  return tiles;
+}
+
+KernelAttr MmaTiles::toAttr(MLIRContext *context) const {
+  KernelKind kind = warpSpecialized ? KernelKind::wgmma_ws
+                    : warpgroup     ? KernelKind::wgmma
+                                    : KernelKind::mma_sync;
+  return KernelAttr::get(context, kind, qTile, kvTile, bands, stages,
+                         queryBuffers, producerRegisters, consumerRegisters);
+}
+
+MmaShape MmaShape::of(AttentionOp op) {
+  MmaShape shape{op.getHeadDim(), op.getValueHeadDim(),
+                 op.getOutputType().getElementType().getIntOrFloatBitWidth() /
+                     8,
+                 op.hasMaskMod() || op.hasScoreMod()};
+  if (op.hasMaskMod() && !op.hasScoreMod()) {
+    int64_t reads = 0;
+    op.getMaskMod().walk([&](tensor::ExtractOp) { ++reads; });
+    shape.lightMask = reads <= 2;
+  }
+  return shape;
+}
 
 /// A shared row of `width` elements, padded by 16 bytes.
 static int64_t paddedWidth(int64_t width, int64_t elementBytes) {
@@ -91,6 +154,10 @@ chooseWarpgroupTiles(const MmaShape &shape, const MmaTiles &given,
         given.bands > 1 || tiles.stages != 2)
       continue;
     // Warp-specialized: two Q buffers where they fit, else one (D = 256).
+    if (tiles.warpSpecialized) {
+      tiles.producerRegisters = kProducerRegisters;
+      tiles.consumerRegisters = kConsumerRegisters;
+    }
     for (int64_t queryBuffers : {2, 1}) {
       tiles.queryBuffers = tiles.warpSpecialized ? queryBuffers : 1;
       if (sharedLayout(tiles, shape).total <= sharedMemoryPerBlock)
