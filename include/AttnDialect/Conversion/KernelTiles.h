@@ -81,6 +81,15 @@ struct MmaTiles {
   int64_t producerRegisters = 0;
   int64_t consumerRegisters = 0;
 
+  KernelKind kind() const {
+    return warpSpecialized ? KernelKind::wgmma_ws
+           : warpgroup     ? KernelKind::wgmma
+                           : KernelKind::mma_sync;
+  }
+  /// Whether the tiles lie in shared memory in the 128-byte swizzle layout
+  /// (wgmma's operands), or in rows padded by 16 bytes.
+  bool swizzled() const { return warpgroup; }
+
   /// The warps that compute (consumers, when warp-specialized).
   int64_t warps() const { return qTile / (16 * bands); }
   int64_t threads() const {

@@ -150,7 +150,7 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     Type element = op.getQueryType().getElementType();
     // wgmma reads swizzled tiles from a 1024-byte-aligned base.
     Value base = index(0);
-    if (tiles.warpgroup) {
+    if (tiles.swizzled()) {
       Value address = memref::ExtractAlignedPointerAsIndexOp::create(
           rewriter, loc, rewriter.getIndexType(), shared);
       Value alignment = index(kSwizzleAlignment);
@@ -175,7 +175,7 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     // A row of D elements: padded, or split into swizzled 64-column tiles.
     auto tileDims = [&](ArrayRef<int64_t> lead, int64_t rows, int64_t width) {
       SmallVector<int64_t> dims(lead);
-      if (tiles.warpgroup)
+      if (tiles.swizzled())
         dims.append({width / kSwizzleColumns, rows, kSwizzleColumns});
       else
         dims.append({rows, width + pad});

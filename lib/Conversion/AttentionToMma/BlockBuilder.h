@@ -1,10 +1,11 @@
 //===- BlockBuilder.h - the tensor-core kernel's builder --------*- C++ -*-===//
 //
 // The builder behind MmaKernel::build, shared by the files that hold its
-// parts: MmaKernel.cpp (copies, fragments, masks, softmax, epilogue),
-// BlockLists.cpp (the block mask's schedule), KvLoops.cpp (the kv loops,
-// mma.sync's and wgmma's) and WarpSpecialized.cpp (the persistent
-// producer/consumer kernel).
+// parts: MmaKernel.cpp (the core every generation shares: copies, masks
+// and score_mod per register, softmax, epilogue), BlockLists.cpp (the
+// block mask's schedule), one mainloop per MMA generation
+// (MmaSyncMainloop.cpp, WgmmaMainloop.cpp) and WarpSpecialized.cpp (the
+// persistent kernel's producer and tile scheduler around wgmma's loop).
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,8 +63,10 @@ public:
         i32(b.getI32Type()), bands(kernel.tiles.bands),
         maskFitsI32(op.hasMaskMod() && kernel.regions.maskModFitsI32()) {}
 
-  /// The kernel of one q-tile per block.
-  void build();
+  /// The mma.sync kernel, a block per q-tile (MmaSyncMainloop.cpp).
+  void buildMmaSync();
+  /// The wgmma kernel, a block per q-tile (WgmmaMainloop.cpp).
+  void buildWarpgroup();
   /// The warp-specialized persistent kernel (WarpSpecialized.cpp).
   void buildWarpSpecialized();
 
@@ -98,14 +101,10 @@ private:
   /// for the whole block.
   void waitGroups(int32_t pending) {
     NVVM::CpAsyncWaitGroupOp::create(b, loc, pending);
-    // wgmma reads shared memory through the async proxy.
-    if (k.tiles.warpgroup)
-      NVVM::FenceProxyOp::create(
-          b, loc, NVVM::ProxyKind::async_shared,
-          NVVM::SharedSpaceAttr::get(b.getContext(),
-                                     NVVM::SharedSpace::shared_cta));
     gpu::BarrierOp::create(b, loc);
   }
+  /// waitGroups for tiles that wgmma reads, through the async proxy.
+  void waitGroupsForWgmma(int32_t pending);
 
   /// An x4 ldmatrix at [indices] as four i32 registers.
   Fragment loadMatrix(Value stage, ValueRange indices, bool transpose);
@@ -237,6 +236,9 @@ private:
   /// The values of the q-tile `qBlock()` of (k.batch, k.head); returns
   /// its kv steps.
   Value setUpTile(llvm::function_ref<Value()> qBlock);
+  /// The start of a kernel of one q-tile per block: the thread and tile
+  /// values, and the copies of Q and of K_0 issued; returns the kv steps.
+  Value startBlockTile();
 
   /// The block mask's schedule for this block: its q-block's full blocks,
   /// then its partial ones, each cut into kv-tiles.

@@ -1,13 +1,14 @@
 //===- MmaKernel.cpp - the body of the tensor-core attention kernel -------===//
 //
-// FlashAttention-2's forward, one block per q-tile: Q, K and V tiles land
-// in shared memory through cp.async (K and V in one or two stages), both
-// contractions are mma.sync m16n8k16 on ldmatrix fragments, and the online
-// softmax runs on the accumulator fragments, whose layout is also PV's A
-// operand once rounded. Every fragment array is indexed by constants only
-// (the C++ loops unroll), so it lives in registers. With wgmma (sm_90a),
-// the contractions are warpgroup MMAs on swizzled tiles; the kv loops are
-// in KvLoops.cpp.
+// The parts every tensor-core kernel shares, whatever its MMA generation:
+// copies into shared memory, score_mod and the masks per register, the
+// online softmax on the accumulator fragments (the m16n8 order, which
+// mma.sync and wgmma share, and which is also PV's A operand once rounded),
+// the epilogue and the block's setup. Every fragment array is indexed by
+// constants only (the C++ loops unroll), so it lives in registers. The
+// mainloops are MmaSyncMainloop.cpp and WgmmaMainloop.cpp, the
+// warp-specialized kernel WarpSpecialized.cpp; MmaKernel::build picks one
+// by the op's kernel kind.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,7 +52,7 @@ void BlockBuilder::copyRows(Value source, Value head, Value start, Value limit,
     Value elements = arith::SelectOp::create(b, loc, less(position, limit),
                                              c(kVectorElements), c(0));
     SmallVector<Value> to(stageIndex);
-    if (k.tiles.warpgroup)
+    if (k.tiles.swizzled())
       to.append({div(col, kSwizzleColumns), row,
                  swizzledColumn(b, loc, row, rem(col, kSwizzleColumns))});
     else
@@ -80,46 +81,11 @@ void BlockBuilder::copyRows(Value source, Value head, Value start, Value limit,
   }
 }
 
-Fragment BlockBuilder::loadMatrix(Value stage, ValueRange indices,
-                                  bool transpose) {
-  auto type = VectorType::get({4, 2}, element);
-  Value tiles =
-      nvgpu::LdMatrixOp::create(b, loc, type, stage, indices, transpose, 4);
-  Fragment registers;
-  for (int64_t i = 0; i < 4; ++i)
-    registers.push_back(
-        asRegister(vector::ExtractOp::create(b, loc, tiles, i)));
-  return registers;
-}
-
-Fragment BlockBuilder::mmaSync(ArrayRef<Value> a, ArrayRef<Value> bPair,
-                               ArrayRef<Value> acc) {
-  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                     SmallVector<Type>(4, f32));
-  NVVM::MMATypes inputType =
-      element.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-  // bf16 goes through nvvm.mma.sync on i32 registers: nvgpu.mma.sync cannot
-  // lower bf16 in MLIR 22.
-  Value result = NVVM::MmaOp::create(
-      b, loc, resultType, a, bPair, acc, {16, 8, 16}, std::nullopt,
-      std::nullopt, std::array<NVVM::MMATypes, 2>{inputType, inputType},
-      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                     NVVM::MMALayout::col});
-  Fragment out;
-  for (int64_t i = 0; i < 4; ++i)
-    out.push_back(LLVM::ExtractValueOp::create(b, loc, result, i));
-  return out;
-}
-
 Value BlockBuilder::pack(Value lo, Value hi) {
   Value pair = vector::FromElementsOp::create(b, loc, VectorType::get({2}, f32),
                                               ValueRange{lo, hi});
   return asRegister(
       arith::TruncFOp::create(b, loc, VectorType::get({2}, element), pair));
-}
-
-Value BlockBuilder::asRegister(Value pair) {
-  return element.isBF16() ? asWord(pair) : pair;
 }
 
 Value BlockBuilder::asWord(Value pair) {
@@ -155,39 +121,6 @@ Value BlockBuilder::shuffleXor(Value v, int32_t offset) {
   return gpu::ShuffleOp::create(b, loc, v, offset, /*width=*/32,
                                 gpu::ShuffleMode::XOR)
       .getShuffleResult();
-}
-
-Fragment BlockBuilder::queryFragment(int64_t band, int64_t kk) {
-  Value row = add(add(warpRow, c(16 * band)), queryRowLane);
-  return loadMatrix(k.queryStage, {row, add(queryColLane, c(16 * kk))},
-                    /*transpose=*/false);
-}
-
-SmallVector<BandTile> BlockBuilder::scores(Value buffer,
-                                           ArrayRef<BandTile> queryFragments) {
-  int64_t chunks = k.tiles.kvTile / kChunk;
-  Value zero = f32c(0.0);
-  SmallVector<BandTile> s(bands, BandTile(chunks, Fragment(4, zero)));
-  for (int64_t kk = 0; kk < d / 16; ++kk) {
-    SmallVector<Fragment> a;
-    for (int64_t band = 0; band < bands; ++band)
-      a.push_back(queryFragments.empty() ? queryFragment(band, kk)
-                                         : queryFragments[band][kk]);
-    Value col = add(keyColLane, c(16 * kk));
-    // Each K fragment feeds every band of the warp.
-    for (int64_t pair = 0; pair < chunks / 2; ++pair) {
-      Fragment key =
-          loadMatrix(k.keyStage, {buffer, add(keyRowLane, c(16 * pair)), col},
-                     /*transpose=*/false);
-      for (int64_t band = 0; band < bands; ++band) {
-        BandTile &tile = s[band];
-        tile[2 * pair] = mmaSync(a[band], {key[0], key[1]}, tile[2 * pair]);
-        tile[2 * pair + 1] =
-            mmaSync(a[band], {key[2], key[3]}, tile[2 * pair + 1]);
-      }
-    }
-  }
-  return s;
 }
 
 Value BlockBuilder::maskScore(Value x, Value keep, Value negInf) {
@@ -295,25 +228,6 @@ BandTile BlockBuilder::modifyScores(ArrayRef<Fragment> s, Value kv0,
     out.push_back(modified);
   }
   return out;
-}
-
-void BlockBuilder::accumulate(ArrayRef<BandTile> probs, Value buffer,
-                              SmallVector<BandTile> &acc) {
-  for (int64_t kk = 0; kk < k.tiles.kvTile / 16; ++kk) {
-    Value row = add(valueRowLane, c(16 * kk));
-    // Each V fragment feeds every band of the warp.
-    for (int64_t pair = 0; pair < dv / 16; ++pair) {
-      Fragment v = loadMatrix(k.valueStage,
-                              {buffer, row, add(valueColLane, c(16 * pair))},
-                              /*transpose=*/true);
-      for (int64_t band = 0; band < bands; ++band) {
-        BandTile &tile = acc[band];
-        const Fragment &a = probs[band][kk];
-        tile[2 * pair] = mmaSync(a, {v[0], v[1]}, tile[2 * pair]);
-        tile[2 * pair + 1] = mmaSync(a, {v[2], v[3]}, tile[2 * pair + 1]);
-      }
-    }
-  }
 }
 
 void BlockBuilder::storeOutput(ArrayRef<BandTile> acc, ArrayRef<Value> sums,
@@ -576,39 +490,26 @@ Value BlockBuilder::setUpTile(llvm::function_ref<Value()> qBlock) {
   return arith::CeilDivUIOp::create(b, loc, kvEnd, kvTile);
 }
 
-void BlockBuilder::build() {
-  const MmaTiles &tiles = k.tiles;
+Value BlockBuilder::startBlockTile() {
   setUpThread();
   // Causal blocks near the end of the rows have the most kv-tiles: they
   // start first.
   Value steps = setUpTile([&] {
     return op.getCausal() ? sub(sub(k.gridX, c(1)), k.blockX) : k.blockX;
   });
-
-  copyRows(k.query, k.head, q0, m, tiles.qTile, d, k.queryStage, {});
+  copyRows(k.query, k.head, q0, m, k.tiles.qTile, d, k.queryStage, {});
   commitGroup();
   copyKeyTile(c(0), steps, c(0));
   commitGroup();
-  if (tiles.warpgroup) {
-    // Warpgroup w's rows start 64 w rows into each 64-column tile.
-    Value rows = mul(div(k.tid, 128), c(64 * kSwizzleRowBytes));
-    queryDescriptor = swizzledDescriptor(
-        b, loc, add(stageAddress(k.queryStage, Value()), rows),
-        /*leadingBytes=*/16, /*strideBytes=*/8 * kSwizzleRowBytes);
-  } else if (keepsQueryInRegisters(tiles, {d, dv, 0, false})) {
-    waitGroups(1);
-    for (int64_t band = 0; band < bands; ++band) {
-      BandTile fragments;
-      for (int64_t kk = 0; kk < d / 16; ++kk)
-        fragments.push_back(queryFragment(band, kk));
-      queryFragments.push_back(fragments);
-    }
-  }
+  return steps;
+}
 
-  SmallVector<Value> results = tiles.warpgroup
-                                   ? warpgroupLoop(steps, copyStaging(steps))
-                                   : llvm::to_vector(syncLoop(steps));
-  finishTile(results, /*staged=*/true);
+void BlockBuilder::copyKeyTile(Value j, Value steps, Value buffer) {
+  auto inLoop = scf::IfOp::create(b, loc, less(j, steps));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(inLoop.thenBlock());
+  copyRows(k.key, kvHead, kvStart(j), n, k.tiles.kvTile, d, k.keyStage,
+           {buffer});
 }
 
 void BlockBuilder::finishTile(ArrayRef<Value> results, bool staged) {
@@ -679,8 +580,16 @@ void BlockBuilder::rescale(SmallVector<BandTile> &acc,
 }
 
 void MmaKernel::build() {
-  if (tiles.warpSpecialized)
-    BlockBuilder(*this).buildWarpSpecialized();
-  else
-    BlockBuilder(*this).build();
+  BlockBuilder builder(*this);
+  switch (tiles.kind()) {
+  case KernelKind::mma_sync:
+    return builder.buildMmaSync();
+  case KernelKind::wgmma:
+    return builder.buildWarpgroup();
+  case KernelKind::wgmma_ws:
+    return builder.buildWarpSpecialized();
+  case KernelKind::simt:
+    break;
+  }
+  llvm_unreachable("the SIMT kernel is not a tensor-core one");
 }

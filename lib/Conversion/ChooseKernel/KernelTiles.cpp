@@ -60,10 +60,7 @@ MmaTiles MmaTiles::of(KernelAttr kernel) {
 }
 
 KernelAttr MmaTiles::toAttr(MLIRContext *context) const {
-  KernelKind kind = warpSpecialized ? KernelKind::wgmma_ws
-                    : warpgroup     ? KernelKind::wgmma
-                                    : KernelKind::mma_sync;
-  return KernelAttr::get(context, kind, qTile, kvTile, bands, stages,
+  return KernelAttr::get(context, kind(), qTile, kvTile, bands, stages,
                          queryBuffers, producerRegisters, consumerRegisters);
 }
 
@@ -87,7 +84,7 @@ static int64_t paddedWidth(int64_t width, int64_t elementBytes) {
 
 /// Bytes of a shared tile of `rows` rows of `width` 16-bit elements.
 static int64_t tileBytes(const MmaTiles &tiles, int64_t rows, int64_t width) {
-  return rows * (tiles.warpgroup ? width : paddedWidth(width, 2)) * 2;
+  return rows * (tiles.swizzled() ? width : paddedWidth(width, 2)) * 2;
 }
 
 SharedLayout mma::sharedLayout(const MmaTiles &tiles, const MmaShape &shape) {
@@ -101,13 +98,13 @@ SharedLayout mma::sharedLayout(const MmaTiles &tiles, const MmaShape &shape) {
   // The warp-specialized kernel stores O from registers.
   layout.key = tiles.warpSpecialized ? tiles.queryBuffers * layout.queryBytes
                                      : std::max(layout.queryBytes, output);
-  if (tiles.warpgroup)
+  if (tiles.swizzled())
     layout.key = llvm::alignTo(layout.key, kSwizzleAlignment);
   layout.value = layout.key + tiles.stages * layout.keyBytes;
   layout.barriers = layout.value + tiles.stages * layout.valueBytes;
   layout.tileSlots = layout.barriers + 8 * kBarriers;
   layout.total = tiles.warpSpecialized ? layout.tileSlots + 8 : layout.barriers;
-  if (tiles.warpgroup)
+  if (tiles.swizzled())
     layout.total += kSwizzleAlignment;
   return layout;
 }

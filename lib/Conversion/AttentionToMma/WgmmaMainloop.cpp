@@ -1,24 +1,37 @@
-//===- KvLoops.cpp - the tensor-core kernel's kv loops --------------------===//
+//===- WgmmaMainloop.cpp - the wgmma kernel's mainloop --------------------===//
 //
-// The loop over a block's kv-tiles. mma.sync's: K_j+1 and V_j land while
-// S_j, the softmax and P V_j run. wgmma's: FlashAttention-3's
-// intra-warpgroup pipelining, the softmax of S_j running while the wgmma
-// of P_j-1 V_j-1 does.
+// sm_90a's kernel of one block per q-tile: Q, K and V in shared memory in
+// the 128-byte swizzle layout, S = Q K^T from two descriptors, O += P V
+// with P from registers, and FlashAttention-3's intra-warpgroup
+// pipelining, the softmax of S_j running while the wgmma of P_j-1 V_j-1
+// does. WarpSpecialized.cpp runs the same loop with a TMA producer.
 //
 //===----------------------------------------------------------------------===//
 
 #include "BlockBuilder.h"
 #include "WarpgroupMma.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mma;
+
+void BlockBuilder::waitGroupsForWgmma(int32_t pending) {
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, pending);
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
+  gpu::BarrierOp::create(b, loc);
+}
 
 Value BlockBuilder::stageAddress(Value stage, Value buffer) {
   auto type = cast<MemRefType>(stage.getType());
@@ -93,67 +106,6 @@ void BlockBuilder::issueAccumulate(const PvOperands &operands,
   acc = tilesOf(o, 1, dv / kChunk);
 }
 
-void BlockBuilder::copyKeyTile(Value j, Value steps, Value buffer) {
-  auto inLoop = scf::IfOp::create(b, loc, less(j, steps));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(inLoop.thenBlock());
-  copyRows(k.key, kvHead, kvStart(j), n, k.tiles.kvTile, d, k.keyStage,
-           {buffer});
-}
-
-ValueRange BlockBuilder::syncLoop(Value steps) {
-  const MmaTiles &tiles = k.tiles;
-  int64_t accChunks = dv / kChunk;
-  Value zero = f32c(0.0);
-  Value negInf = f32c(kNegInf);
-  int64_t accValues = 4 * accChunks * bands;
-  SmallVector<Value> inits(accValues, zero);
-  inits.append(SmallVector<Value>(2 * bands, negInf));
-  inits.append(SmallVector<Value>(2 * bands, zero));
-  auto loop = scf::ForOp::create(b, loc, c(0), steps, c(1), inits);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value j = loop.getInductionVar();
-    ValueRange carried = loop.getRegionIterArgs();
-    SmallVector<BandTile> acc = tilesOf(carried, bands, accChunks);
-    SmallVector<Value> maxes(carried.slice(accValues, 2 * bands));
-    SmallVector<Value> sums(carried.slice(accValues + 2 * bands, 2 * bands));
-    bool doubled = tiles.stages == 2;
-    Value buffer = doubled ? rem(j, 2) : c(0);
-    Value kv0 = kvStart(j);
-
-    // V_j lands while S_j is computed, K_j+1 while the softmax and P V_j
-    // run. With one stage, each copy waits for a barrier that says no warp
-    // reads the buffer any more (P V_j-1, and S_j).
-    if (!doubled)
-      waitGroups(0);
-    copyRows(k.value, kvHead, kv0, n, tiles.kvTile, dv, k.valueStage, {buffer});
-    commitGroup();
-    if (doubled)
-      waitGroups(1);
-    SmallVector<BandTile> s = scores(buffer, queryFragments);
-    if (!doubled)
-      waitGroups(0);
-    copyKeyTile(add(j, c(1)), steps, doubled ? sub(c(1), buffer) : buffer);
-    commitGroup();
-
-    SmallVector<Value> corrections;
-    SmallVector<BandTile> probs =
-        scoresToProbs(s, j, kv0, maxes, sums, corrections);
-    rescale(acc, corrections);
-    if (doubled)
-      waitGroups(1);
-    accumulate(probs, buffer, acc);
-    SmallVector<Value> carriedOut = flattenTiles(acc);
-    carriedOut.append(maxes);
-    carriedOut.append(sums);
-    scf::YieldOp::create(b, loc, carriedOut);
-  }
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-  return loop.getResults();
-}
-
 BlockBuilder::TileStaging BlockBuilder::copyStaging(Value steps) {
   TileStaging staging;
   staging.base = c(0);
@@ -161,7 +113,7 @@ BlockBuilder::TileStaging BlockBuilder::copyStaging(Value steps) {
   // buffers' last readers finished before this step's barrier.
   staging.beforeStep = [this, steps](Value j, Value it, Value kv0, bool) {
     Value buffer = rem(it, 2);
-    waitGroups(0);
+    waitGroupsForWgmma(0);
     copyKeyTile(add(j, c(1)), steps, sub(c(1), buffer));
     copyRows(k.value, kvHead, kv0, n, k.tiles.kvTile, dv, k.valueStage,
              {buffer});
@@ -169,7 +121,7 @@ BlockBuilder::TileStaging BlockBuilder::copyStaging(Value steps) {
   };
   staging.keysRead = [](Value) {};
   staging.valuesRead = [](Value) {};
-  staging.beforeLastAccumulate = [this](Value) { waitGroups(0); };
+  staging.beforeLastAccumulate = [this](Value) { waitGroupsForWgmma(0); };
   staging.afterLoop = [this] { NVVM::CpAsyncWaitGroupOp::create(b, loc, 0); };
   return staging;
 }
@@ -276,4 +228,14 @@ SmallVector<Value> BlockBuilder::warpgroupLoop(Value steps,
   SmallVector<Value> out(last.getResults());
   out.append(results.begin() + accValues, results.begin() + accValues + 4);
   return out;
+}
+
+void BlockBuilder::buildWarpgroup() {
+  Value steps = startBlockTile();
+  // Warpgroup w's rows start 64 w rows into each 64-column tile.
+  Value rows = mul(div(k.tid, 128), c(64 * kSwizzleRowBytes));
+  queryDescriptor = swizzledDescriptor(
+      b, loc, add(stageAddress(k.queryStage, Value()), rows),
+      /*leadingBytes=*/16, /*strideBytes=*/8 * kSwizzleRowBytes);
+  finishTile(warpgroupLoop(steps, copyStaging(steps)), /*staged=*/true);
 }
