@@ -4,7 +4,7 @@
 # Needs gpu-bundles/ from scripts/gpu/make-bundles.sh, copied into the
 # checkout, and the Python package scripts/gpu/runtime.sh builds.
 # Usage: scripts/gpu/bench.sh [f16|bf16 ...]
-#   or scripts/gpu/bench.sh masks|mask-tiles|warp-specialized|d256
+#   or scripts/gpu/bench.sh masks|mask-tiles|warp-specialized|d256|small-d
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -24,6 +24,8 @@ if [ "$1" = masks ]; then
   bundles=(gpu-bundles/bench-bf16-d128-{window1024,document512}{,-given}-bundle.json)
 elif [ "$1" = mask-tiles ]; then
   bundles=(gpu-bundles/bench-bf16-d128-{window1024,document512}-given-{band1,kv32,kv16,q64,kv128}-bundle.json)
+elif [ "$1" = small-d ]; then
+  bundles=(gpu-bundles/bench-bf16-d{16,32}-{full,causal}-bundle.json)
 elif [ "$1" = d256 ]; then
   bundles=(gpu-bundles/bench-bf16-d256-{full,causal}{,-wsoff,-mma-sync}-bundle.json)
 elif [ "$1" = warp-specialized ]; then

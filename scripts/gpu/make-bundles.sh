@@ -42,6 +42,12 @@ for dtype in f16 bf16; do
     make_bundle "bench-$dtype-d$d-causal" --dtype=$dtype --head-dim=$d --causal
   done
 done
+# Head dims 16 and 32 (bf16), which wgmma does not serve, on mma.sync:
+# scripts/gpu/bench.sh small-d.
+for d in 16 32; do
+  make_bundle "bench-bf16-d$d-full" --dtype=bf16 --head-dim=$d
+  make_bundle "bench-bf16-d$d-causal" --dtype=bf16 --head-dim=$d --causal
+done
 # Head dim 256 (bf16), on the default kernel, on wgmma without warp
 # specialization and on mma.sync: scripts/gpu/bench.sh d256.
 for mask in full causal; do
