@@ -179,11 +179,20 @@ TEST(RuntimeBundle, ReadsTensorMapOperands) {
       withOperand(
           R"({"kind": "tensor_map", "arg": "q", "box": [1, 1, 512, 64]})"),
       prefix + "has a \"box\" size that is not an integer from 1 to 256");
+  // Rows of 64 and 32 bytes take the 64- and 32-byte swizzles.
   EXPECT_EQ(
       withOperand(
           R"({"kind": "tensor_map", "arg": "q", "box": [1, 1, 128, 32]})"),
-      prefix + "has a box whose rows are 64 bytes (the 128-byte swizzle "
-               "needs 128)");
+      "");
+  EXPECT_EQ(
+      withOperand(
+          R"({"kind": "tensor_map", "arg": "q", "box": [1, 1, 128, 16]})"),
+      "");
+  EXPECT_EQ(
+      withOperand(
+          R"({"kind": "tensor_map", "arg": "q", "box": [1, 1, 128, 48]})"),
+      prefix + "has a box whose rows are 96 bytes (the swizzles take 32, 64 "
+               "or 128)");
   EXPECT_EQ(
       withOperand(
           R"({"kind": "tensor_map", "arg": "x", "box": [1, 1, 128, 64]})"),

@@ -112,7 +112,8 @@ struct Param {
 
 /// What a TMA tensor map describes: a dense row-major argument (its address,
 /// dtype and shape) and the box a copy moves (one size per dim, outermost
-/// first), with 128-byte swizzled rows and zeros outside the argument.
+/// first), with rows swizzled by their size (32, 64 or 128 bytes) and zeros
+/// outside the argument.
 struct TensorMapRequest {
   uint64_t address = 0;
   std::string dtype;

@@ -75,7 +75,8 @@ public:
   /// not cleared: what it holds is undefined when a function starts.
   bool reserveScratch(int64_t bytes, std::string &error);
   /// Encodes a TMA tensor map (cuTensorMapEncodeTiled) into `map`, 128
-  /// bytes: 128-byte swizzle, zeros outside the argument.
+  /// bytes: rows swizzled by their size (32, 64 or 128 bytes), zeros
+  /// outside the argument.
   bool encodeTensorMap(const TensorMapRequest &request, unsigned char *map,
                        std::string &error);
   /// Evaluates `launch` for `args` (grid, block, shared memory, workspace,

@@ -274,12 +274,12 @@ LogicalResult AttentionOp::verifyKernel(KernelAttr kernel) {
                          << " kernel: its head dims (" << d << ", " << dv
                          << ") are not multiples of 16";
   auto servedByWgmma = [](int64_t dim) {
-    return dim == 64 || dim == 128 || dim == 256;
+    return dim == 16 || dim == 32 || dim == 64 || dim == 128 || dim == 256;
   };
   if (kernel.isWarpgroupMma() && (!servedByWgmma(d) || !servedByWgmma(dv)))
     return emitOpError() << "cannot run on a " << kind
-                         << " kernel: wgmma serves head dims of 64, 128 and "
-                            "256, not D = "
+                         << " kernel: wgmma serves head dims of 16, 32, 64, "
+                            "128 and 256, not D = "
                          << d << ", Dv = " << dv;
   Value blockMask = getBlockMask();
   if (!blockMask)
@@ -574,9 +574,9 @@ LogicalResult TensorMapOp::verify() {
     if (size < 1 || size > 256)
       return emitOpError() << "box sizes must be 1 to 256, got " << size;
   int64_t rowBytes = box.back() * element.getIntOrFloatBitWidth() / 8;
-  if (rowBytes != 128)
-    return emitOpError() << "the innermost box dim must be 128 bytes (the "
-                            "128-byte swizzle), got "
+  if (rowBytes != 32 && rowBytes != 64 && rowBytes != 128)
+    return emitOpError() << "the innermost box dim must be 32, 64 or 128 "
+                            "bytes (the swizzle of its rows), got "
                          << rowBytes;
   if (!isa<LLVM::LLVMPointerType>(getMap().getType()) ||
       cast<LLVM::LLVMPointerType>(getMap().getType()).getAddressSpace() != 0)

@@ -300,8 +300,8 @@ bool readComputes(const JsonValue *json, Function &function,
 }
 
 /// The box of a tensor_map operand of argument `arg`: one size per dim of
-/// the argument (1 to 5 dims), each 1 to 256, and 128-byte rows of f16,
-/// bf16 or f32 (the swizzle the kernels use).
+/// the argument (1 to 5 dims), each 1 to 256, and rows of 32, 64 or 128
+/// bytes of f16, bf16 or f32 (the swizzles the kernels use).
 bool readBox(const JsonValue *json, const ArgumentType &arg,
              std::vector<int64_t> &box, std::string &error) {
   if (!isArray(json)) {
@@ -328,10 +328,10 @@ bool readBox(const JsonValue *json, const ArgumentType &arg,
             " (a tensor map takes f16, bf16 or f32)";
     return false;
   }
-  if (box.back() * arg.elementBytes != 128) {
-    error = "has a box whose rows are " +
-            std::to_string(box.back() * arg.elementBytes) +
-            " bytes (the 128-byte swizzle needs 128)";
+  int64_t rowBytes = box.back() * arg.elementBytes;
+  if (rowBytes != 32 && rowBytes != 64 && rowBytes != 128) {
+    error = "has a box whose rows are " + std::to_string(rowBytes) +
+            " bytes (the swizzles take 32, 64 or 128)";
     return false;
   }
   return true;

@@ -314,14 +314,22 @@ bool CudaDriver::encodeTensorMap(const TensorMapRequest &request,
     elementStrides[i] = 1;
   }
   // CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6, _FLOAT32 = 7, _BFLOAT16 = 9;
-  // INTERLEAVE_NONE = 0, SWIZZLE_128B = 3, L2_PROMOTION_L2_256B = 3,
-  // FLOAT_OOB_FILL_NONE = 0 (zeros).
+  // INTERLEAVE_NONE = 0, SWIZZLE_32B / 64B / 128B = 1 / 2 / 3 (by the box's
+  // row bytes), L2_PROMOTION_L2_256B = 3, FLOAT_OOB_FILL_NONE = 0 (zeros).
   int type = request.dtype == "f16" ? 6 : request.dtype == "bf16" ? 9 : 7;
+  int64_t rowBytes = box[0] * bytes;
+  if (rowBytes != 32 && rowBytes != 64 && rowBytes != 128) {
+    error = "a tensor map's box rows must be 32, 64 or 128 bytes (its "
+            "swizzle), not " +
+            std::to_string(rowBytes);
+    return false;
+  }
+  int swizzle = rowBytes == 32 ? 1 : rowBytes == 64 ? 2 : 3;
   alignas(64) unsigned char encoded[128];
   if (!check(api->cuTensorMapEncodeTiled(
                  encoded, type, static_cast<unsigned>(rank),
                  reinterpret_cast<void *>(request.address), dims, strides, box,
-                 elementStrides, 0, 3, 3, 0),
+                 elementStrides, 0, swizzle, 3, 0),
              "cuTensorMapEncodeTiled", error))
     return false;
   std::copy(encoded, encoded + 128, map);

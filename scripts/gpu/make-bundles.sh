@@ -31,6 +31,9 @@ for dtype in f16 bf16; do
     make_bundle "mma-$dtype-d$d-full" --dtype=$dtype --head-dim=$d --lse
     make_bundle "mma-$dtype-d$d-causal" --dtype=$dtype --head-dim=$d --causal --lse
   done
+  # The 32-byte swizzle's rows under a mask.
+  make_bundle "mma-$dtype-d16-window100" --dtype=$dtype --head-dim=16 \
+    --mask=sliding-window:100 --lse
   # One K/V stage, and eight warps.
   options="stages=1" make_bundle "mma-$dtype-d128-stages1" --dtype=$dtype --head-dim=128 --causal --lse
   options="stages=1 warps=8" make_bundle "mma-$dtype-d64-stages1-warps8" --dtype=$dtype --head-dim=64 --lse
@@ -42,11 +45,16 @@ for dtype in f16 bf16; do
     make_bundle "bench-$dtype-d$d-causal" --dtype=$dtype --head-dim=$d --causal
   done
 done
-# Head dims 16 and 32 (bf16), which wgmma does not serve, on mma.sync:
+# Head dims 16 and 32 (bf16), on the default kernel and on mma.sync:
 # scripts/gpu/bench.sh small-d.
 for d in 16 32; do
-  make_bundle "bench-bf16-d$d-full" --dtype=bf16 --head-dim=$d
-  make_bundle "bench-bf16-d$d-causal" --dtype=bf16 --head-dim=$d --causal
+  for mask in full causal; do
+    flags="--dtype=bf16 --head-dim=$d"
+    [ $mask = full ] || flags+=" --causal"
+    make_bundle "bench-bf16-d$d-$mask" $flags
+    [ "$chip" != sm_90a ] ||
+      options="strategy=mma-sync" make_bundle "bench-bf16-d$d-$mask-mma-sync" $flags
+  done
 done
 # Head dim 256 (bf16), on the default kernel, on wgmma without warp
 # specialization and on mma.sync: scripts/gpu/bench.sh d256.

@@ -49,12 +49,15 @@ for dtype in f16 bf16; do
   go --dtype=$dtype --head-dim=128 --score-mod=softcap:30 --causal $sweep
   go --dtype=$dtype --head-dim=32 --score-mod=relative --mask=sliding-window:50 $sweep
   go --dtype=$dtype --head-dim=64 --score-mod=checkerboard --value-dim=32 $sweep
-  # wgmma's head dims: 256, and Dv != D.
+  # wgmma's head dims: 256, 16 and 32 (the 32- and 64-byte swizzles), and
+  # Dv != D.
   go --dtype=$dtype --head-dim=256 --mask=sliding-window:100 --lse $sweep
   go --dtype=$dtype --head-dim=256 --score-mod=softcap:30 --causal $sweep
   go --dtype=$dtype --head-dim=256 --causal --strategy=wgmma --lse $sweep
   go --dtype=$dtype --head-dim=128 --value-dim=64 --causal --lse $sweep
   go --dtype=$dtype --head-dim=64 --value-dim=256 --mask=document $sweep
+  go --dtype=$dtype --head-dim=16 --mask=document --lse $sweep
+  go --dtype=$dtype --head-dim=32 --value-dim=16 --causal --strategy=wgmma $sweep
 done
 # Long rows: the block mask's lines span several blocks of threads of its
 # kernel (32 kv-blocks each).

@@ -5,7 +5,7 @@
 // RUN: attn-opt %s --split-input-file --attn-choose-kernel="chip=sm_90 stages=1 warps=8" --attn-attention-to-mma | FileCheck %s --check-prefix=STAGES
 // RUN: not attn-opt %s --attn-choose-kernel="chip=sm_90 q-tile=64 warps=8" 2>&1 | FileCheck %s --check-prefix=WARPS
 // RUN: not attn-opt %s --attn-choose-kernel="chip=sm_90 stages=3" 2>&1 | FileCheck %s --check-prefix=WARPS3
-// strategy=wgmma refuses the f32 and D = 32 ops below (stderr); the others
+// strategy=wgmma refuses the f32 and D = 48 ops below (stderr); the others
 // print.
 // RUN: not attn-opt %s --split-input-file --attn-choose-kernel="chip=sm_90a strategy=wgmma" --attn-attention-to-mma | FileCheck %s --check-prefix=WGMMA
 // RUN: attn-opt %s --split-input-file --attn-choose-kernel=chip=sm_90a --attn-attention-to-mma | FileCheck %s --check-prefix=AUTO-WGMMA
@@ -237,8 +237,9 @@ func.func @not_served(%q: tensor<1x1x?x64xf32>, %o: tensor<1x1x?x64xf32>,
 
 // -----
 
-// Head dims other than 64, 128 and 256 stay on mma.sync under strategy=auto
-// on sm_90a, where the others take the warp-specialized kernel.
+// Head dims other than 16, 32, 64, 128 and 256 stay on mma.sync under
+// strategy=auto on sm_90a, where the others take the warp-specialized
+// kernel.
 // AUTO-WGMMA-LABEL: func.func @causal_bf16
 // AUTO-WGMMA: nvvm.setmaxregister
 // AUTO-WGMMA-LABEL: func.func @narrow_head_dim
@@ -246,10 +247,10 @@ func.func @not_served(%q: tensor<1x1x?x64xf32>, %o: tensor<1x1x?x64xf32>,
 // AUTO-WGMMA: nvvm.mma.sync
 // AUTO-WGMMA-NOT: wgmma
 // AUTO-WGMMA: return
-func.func @narrow_head_dim(%q: tensor<1x2x?x32xbf16>, %k: tensor<1x2x?x32xbf16>,
-                           %v: tensor<1x2x?x32xbf16>, %o: tensor<1x2x?x32xbf16>)
-    -> tensor<1x2x?x32xbf16> {
-  %r = attn.attention ins(%q, %k, %v : tensor<1x2x?x32xbf16>, tensor<1x2x?x32xbf16>, tensor<1x2x?x32xbf16>)
-       outs(%o : tensor<1x2x?x32xbf16>) -> tensor<1x2x?x32xbf16>
-  return %r : tensor<1x2x?x32xbf16>
+func.func @narrow_head_dim(%q: tensor<1x2x?x48xbf16>, %k: tensor<1x2x?x48xbf16>,
+                           %v: tensor<1x2x?x48xbf16>, %o: tensor<1x2x?x48xbf16>)
+    -> tensor<1x2x?x48xbf16> {
+  %r = attn.attention ins(%q, %k, %v : tensor<1x2x?x48xbf16>, tensor<1x2x?x48xbf16>, tensor<1x2x?x48xbf16>)
+       outs(%o : tensor<1x2x?x48xbf16>) -> tensor<1x2x?x48xbf16>
+  return %r : tensor<1x2x?x48xbf16>
 }

@@ -52,3 +52,23 @@ func.func @f32(%q: tensor<?x8x?x64xf32>, %o: tensor<?x8x?x64xf32>)
       outs(%o : tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
   return %r : tensor<?x8x?x64xf32>
 }
+
+// -----
+
+// Head dims 32 and 16 take wgmma in the 64- and 32-byte swizzle layouts;
+// D = 16 without causal keeps mma.sync, measured faster there.
+// SM90A-LABEL: func.func @small_head_dims
+// SM90A: kernel = #attn.kernel<wgmma_ws, q_tile = 128, kv_tile = 128, query_buffers = 2, producer_registers = 40, consumer_registers = 232>
+// SM90A: kernel = #attn.kernel<wgmma_ws, q_tile = 128, kv_tile = 128, query_buffers = 2, producer_registers = 40, consumer_registers = 232>
+// SM90A: kernel = #attn.kernel<mma_sync,
+func.func @small_head_dims(%q32: tensor<?x8x?x32xbf16>, %o32: tensor<?x8x?x32xbf16>,
+                           %q16: tensor<?x8x?x16xf16>, %o16: tensor<?x8x?x16xf16>)
+    -> (tensor<?x8x?x32xbf16>, tensor<?x8x?x16xf16>, tensor<?x8x?x16xf16>) {
+  %a = attn.attention ins(%q32, %q32, %q32 : tensor<?x8x?x32xbf16>, tensor<?x8x?x32xbf16>, tensor<?x8x?x32xbf16>)
+      outs(%o32 : tensor<?x8x?x32xbf16>) -> tensor<?x8x?x32xbf16>
+  %b = attn.attention ins(%q16, %q16, %q16 : tensor<?x8x?x16xf16>, tensor<?x8x?x16xf16>, tensor<?x8x?x16xf16>)
+      outs(%o16 : tensor<?x8x?x16xf16>) {causal} -> tensor<?x8x?x16xf16>
+  %c = attn.attention ins(%q16, %q16, %q16 : tensor<?x8x?x16xf16>, tensor<?x8x?x16xf16>, tensor<?x8x?x16xf16>)
+      outs(%o16 : tensor<?x8x?x16xf16>) -> tensor<?x8x?x16xf16>
+  return %a, %b, %c : tensor<?x8x?x32xbf16>, tensor<?x8x?x16xf16>, tensor<?x8x?x16xf16>
+}

@@ -705,7 +705,7 @@ func.func @f() {
 // -----
 
 func.func @f(%k: memref<?x2x?x128xbf16>) {
-  // expected-error @+1 {{'attn.tensor_map' op the innermost box dim must be 128 bytes (the 128-byte swizzle), got 256}}
+  // expected-error @+1 {{'attn.tensor_map' op the innermost box dim must be 32, 64 or 128 bytes (the swizzle of its rows), got 256}}
   %map = attn.tensor_map %k box [1, 1, 128, 128] : memref<?x2x?x128xbf16> -> !llvm.ptr
   return
 }

@@ -112,12 +112,12 @@ func.func @narrow_on_tensor_cores(%q: tensor<1x2x?x24xf16>, %o: tensor<1x2x?x24x
 
 // -----
 
-func.func @d32_on_wgmma(%q: tensor<1x2x?x32xf16>, %o: tensor<1x2x?x32xf16>)
-    -> tensor<1x2x?x32xf16> {
-  // expected-error @+1 {{cannot run on a wgmma_ws kernel: wgmma serves head dims of 64, 128 and 256, not D = 32, Dv = 32}}
-  %0 = attn.attention ins(%q, %q, %q : tensor<1x2x?x32xf16>, tensor<1x2x?x32xf16>, tensor<1x2x?x32xf16>)
-      outs(%o : tensor<1x2x?x32xf16>) {kernel = #attn.kernel<wgmma_ws, q_tile = 128, kv_tile = 128, producer_registers = 40, consumer_registers = 232>} -> tensor<1x2x?x32xf16>
-  return %0 : tensor<1x2x?x32xf16>
+func.func @d48_on_wgmma(%q: tensor<1x2x?x48xf16>, %o: tensor<1x2x?x48xf16>)
+    -> tensor<1x2x?x48xf16> {
+  // expected-error @+1 {{cannot run on a wgmma_ws kernel: wgmma serves head dims of 16, 32, 64, 128 and 256, not D = 48, Dv = 48}}
+  %0 = attn.attention ins(%q, %q, %q : tensor<1x2x?x48xf16>, tensor<1x2x?x48xf16>, tensor<1x2x?x48xf16>)
+      outs(%o : tensor<1x2x?x48xf16>) {kernel = #attn.kernel<wgmma_ws, q_tile = 128, kv_tile = 128, producer_registers = 40, consumer_registers = 232>} -> tensor<1x2x?x48xf16>
+  return %0 : tensor<1x2x?x48xf16>
 }
 
 // -----

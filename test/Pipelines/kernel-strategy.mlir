@@ -27,8 +27,8 @@
 // D = 256 leaves room for one Q buffer and kv-tiles of 64.
 // AUTO90A-LABEL: func.func @d256
 // AUTO90A: kernel = #attn.kernel<wgmma_ws, q_tile = 128, kv_tile = 64, producer_registers = 40, consumer_registers = 232>
-// AUTO90A-LABEL: func.func @d32
-// AUTO90A: kernel = #attn.kernel<mma_sync, q_tile = 128, kv_tile = 64>
+// AUTO90A-LABEL: func.func @d48
+// AUTO90A: kernel = #attn.kernel<mma_sync, q_tile = 128, kv_tile = 64, bands = 2>
 // AUTO90A-LABEL: func.func @f32
 // AUTO90A: kernel = #attn.kernel<simt, q_tile = 64, kv_tile = 64>
 
@@ -36,7 +36,7 @@
 // TILE90A: gpu.launch
 // TILE90A: nvvm.setmaxregister
 // TILE90A: wgmma.mma_async
-// TILE90A-LABEL: func.func @d32
+// TILE90A-LABEL: func.func @d48
 // TILE90A: gpu.launch
 // TILE90A-NOT: wgmma
 // TILE90A: nvvm.mma.sync
@@ -64,10 +64,10 @@
 // MMASYNC: error: 'attn.attention' op cannot run on strategy mma-sync: it needs f16 or bf16 inputs (f32 would need tf32, which misses the f32 tolerance)
 // MMASYNC-NOT: error
 
-// WGMMA: error: 'attn.attention' op cannot run on strategy wgmma: wgmma serves head dims of 64, 128 and 256, not D = 32, Dv = 32
+// WGMMA: error: 'attn.attention' op cannot run on strategy wgmma: wgmma serves head dims of 16, 32, 64, 128 and 256, not D = 48, Dv = 48
 // WGMMA: error: 'attn.attention' op cannot run on strategy wgmma: it needs f16 or bf16 inputs
 
-// WGMMAWS: error: 'attn.attention' op cannot run on strategy wgmma-ws: wgmma serves head dims of 64, 128 and 256, not D = 32, Dv = 32
+// WGMMAWS: error: 'attn.attention' op cannot run on strategy wgmma-ws: wgmma serves head dims of 16, 32, 64, 128 and 256, not D = 48, Dv = 48
 // WGMMAWS: error: 'attn.attention' op cannot run on strategy wgmma-ws: it needs f16 or bf16 inputs
 
 // TILES: error: 'attn.attention' op has no wgmma-ws tiles that fit 232448 bytes of shared memory per block (q-tile 32, a multiple of 64
@@ -99,12 +99,12 @@ func.func @d256(%q: tensor<?x?x?x256xbf16>, %k: tensor<?x?x?x256xbf16>,
 
 // -----
 
-func.func @d32(%q: tensor<?x?x?x32xbf16>, %k: tensor<?x?x?x32xbf16>,
-               %v: tensor<?x?x?x32xbf16>, %o: tensor<?x?x?x32xbf16>)
-    -> tensor<?x?x?x32xbf16> {
-  %r = attn.attention ins(%q, %k, %v : tensor<?x?x?x32xbf16>, tensor<?x?x?x32xbf16>, tensor<?x?x?x32xbf16>)
-      outs(%o : tensor<?x?x?x32xbf16>) -> tensor<?x?x?x32xbf16>
-  return %r : tensor<?x?x?x32xbf16>
+func.func @d48(%q: tensor<?x?x?x48xbf16>, %k: tensor<?x?x?x48xbf16>,
+               %v: tensor<?x?x?x48xbf16>, %o: tensor<?x?x?x48xbf16>)
+    -> tensor<?x?x?x48xbf16> {
+  %r = attn.attention ins(%q, %k, %v : tensor<?x?x?x48xbf16>, tensor<?x?x?x48xbf16>, tensor<?x?x?x48xbf16>)
+      outs(%o : tensor<?x?x?x48xbf16>) -> tensor<?x?x?x48xbf16>
+  return %r : tensor<?x?x?x48xbf16>
 }
 
 // -----

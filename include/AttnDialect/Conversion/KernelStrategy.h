@@ -14,8 +14,8 @@ namespace mlir::attn {
 /// compute: the `strategy` of attn-lower-to-nvvm and attn-attention-to-mma.
 enum class KernelStrategy {
   /// Per op, the fastest kernel the chip has that serves it: wgmma-ws on
-  /// sm_90a for head dims of 64, 128 and 256, mma-sync for other f16/bf16
-  /// attention on sm_80 and newer, simt for the rest.
+  /// sm_90a for head dims of 16 (causal), 32, 64, 128 and 256, mma-sync for
+  /// other f16/bf16 attention on sm_80 and newer, simt for the rest.
   Auto,
   /// Tile-level linalg ops distributed over a block's threads (any dtype).
   Simt,

@@ -53,17 +53,39 @@ constexpr int64_t kConsumerRegisters = 232;
 /// Its mbarriers: full and empty for each of (up to) two Q, K and V
 /// buffers and tile slots.
 constexpr int64_t kBarriers = 16;
-/// Elements in a row of a wgmma operand tile in the 128-byte swizzle
-/// layout, the bytes of one row, and the alignment of a tile's base.
-constexpr int64_t kSwizzleColumns = 64;
-constexpr int64_t kSwizzleRowBytes = 128;
+/// The alignment of a swizzled tile's base: one period of the 128-byte
+/// swizzle, a whole number of the others'.
 constexpr int64_t kSwizzleAlignment = 1024;
+
+/// The swizzle layout of a wgmma operand tile whose rows hold `width`
+/// 16-bit elements: rows of 128 bytes (64 columns, a wider row split into
+/// such tiles), or of the row's own 64 or 32 bytes at widths 32 and 16.
+/// Element (row, col) of a tile lies at byte rowBytes row + 16 ((col / 8)
+/// xor phase(row)) + 2 (col % 8), where phase(row) = (row / (128 /
+/// rowBytes)) % (rowBytes / 16): the layouts the hardware's 128-, 64- and
+/// 32-byte swizzles (of wgmma's descriptors and TMA) read.
+struct Swizzle {
+  int64_t rowBytes;
+
+  static Swizzle forWidth(int64_t width) {
+    return {width >= 64 ? 128 : 2 * width};
+  }
+  /// Elements in a row of one tile.
+  int64_t columns() const { return rowBytes / 2; }
+  /// Consecutive rows that share a phase, and the phases.
+  int64_t rowsPerPhase() const { return 128 / rowBytes; }
+  int64_t phases() const { return rowBytes / 16; }
+  /// The layout field of a wgmma descriptor: 1, 2, 3 for 128, 64, 32 bytes.
+  int64_t descriptorLayout() const {
+    return rowBytes == 128 ? 1 : rowBytes == 64 ? 2 : 3;
+  }
+};
 
 /// Rows of a block, keys per kv step, bands of 16 rows per warp (a warp's
 /// K and V fragments feed each of its bands) and the K/V buffers (stages).
 /// With `warpgroup`, both contractions are sm_90a wgmma: each warpgroup
 /// owns 64 rows (a band per warp) and Q, K and V lie in shared memory in
-/// the 128-byte swizzle layout. The C++ side of #attn.kernel.
+/// a swizzle layout (Swizzle). The C++ side of #attn.kernel.
 struct MmaTiles {
   int64_t qTile = 0;
   int64_t kvTile = 0;
@@ -86,7 +108,7 @@ struct MmaTiles {
            : warpgroup     ? KernelKind::wgmma
                            : KernelKind::mma_sync;
   }
-  /// Whether the tiles lie in shared memory in the 128-byte swizzle layout
+  /// Whether the tiles lie in shared memory in a swizzle layout
   /// (wgmma's operands), or in rows padded by 16 bytes.
   bool swizzled() const { return warpgroup; }
 
@@ -133,7 +155,8 @@ struct SharedLayout {
 };
 SharedLayout sharedLayout(const MmaTiles &tiles, const MmaShape &shape);
 
-/// Whether the wgmma kernel serves `shape`: head dims of 64, 128 or 256.
+/// Whether the wgmma kernel serves `shape`: head dims of 16, 32, 64, 128
+/// or 256.
 bool servesWarpgroupMma(const MmaShape &shape);
 
 /// Whether the kernel keeps a warp's Q fragments in registers (D times its

@@ -117,8 +117,8 @@ def ChooseKernel : Pass<"attn-choose-kernel"> {
 
     `strategy` picks the kind:
     - `auto` (the default): `wgmma_ws` on sm_90a for f16/bf16 head dims of
-      64, 128 and 256; `mma_sync` for other f16/bf16 ops with head dims
-      that are multiples of 16 on sm_80 and newer; `simt` for the rest (f32,
+      16 (causal ops), 32, 64, 128 and 256; `mma_sync` for other f16/bf16
+      ops with head dims that are multiples of 16 on sm_80 and newer; `simt` for the rest (f32,
       which tf32 would not compute to its tolerance; head dims of 8 mod
       16; older chips).
     - `simt`, `mma-sync`, `wgmma` and `wgmma-ws` put every op on that kind,
@@ -210,12 +210,13 @@ def AttentionToMma : Pass<"attn-attention-to-mma"> {
       in shared memory and stores them in 16-byte vectors; the logsumexp
       output, when present, is natural-log.
 
-    The `wgmma` kernel (for head dims D and Dv of 64, 128 or 256) runs
-    both contractions on Hopper's `wgmma.mma_async` instead: two
+    The `wgmma` kernel (for head dims D and Dv of 16, 32, 64, 128 or 256)
+    runs both contractions on Hopper's `wgmma.mma_async` instead: two
     warpgroups of 64 rows per block, Q, K and V in shared memory in the
-    128-byte swizzle layout, S from two shared-memory descriptors, P V
-    with P from registers, and the softmax of S_j overlapping the P_j-1
-    V_j-1 wgmma (FlashAttention-3's intra-warpgroup pipelining).
+    128-byte swizzle layout (64- and 32-byte at D = 32 and 16), S from two
+    shared-memory descriptors, P V with P from registers, and the softmax
+    of S_j overlapping the P_j-1 V_j-1 wgmma (FlashAttention-3's
+    intra-warpgroup pipelining).
 
     `wgmma_ws` (auto's choice on sm_90a) is persistent and
     warp-specialized, as FlashAttention-3's: min(tiles, SMs) blocks

@@ -54,8 +54,9 @@ def Attn_TensorMapOp : Attn_Op<"tensor_map", [Pure]> {
     lets a kernel copy boxes of `source` into shared memory with TMA
     (`cp.async.bulk.tensor`). `source` is a dense row-major argument of the
     function; `box` is the box's size in each of its dims, outermost first.
-    The map swizzles each box's rows by 128 bytes (so the innermost box dim
-    is 128 bytes) and fills positions outside `source` with zeros.
+    The map swizzles each box's rows by their size, which must be 32, 64
+    or 128 bytes (the innermost box dim: the 32-, 64- and 128-byte
+    swizzles), and fills positions outside `source` with zeros.
 
     The runtime encodes the map for each call's argument and passes its
     bytes as the kernel parameter (`.param .align 64 .b8 [128]`, a

@@ -79,8 +79,9 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
       *this, "strategy",
       llvm::cl::desc("which attention kernels: auto (per op, the fastest "
                      "the chip has that serves it: wgmma-ws on sm_90a for "
-                     "head dims 64, 128 and 256, mma-sync for other f16/bf16 "
-                     "ops on sm_80 and newer, simt for the rest), simt, "
+                     "head dims 16 (causal), 32, 64, 128 and 256, mma-sync "
+                     "for other f16/bf16 ops on sm_80 and newer, simt for "
+                     "the rest), simt, "
                      "mma-sync, wgmma or wgmma-ws (each op on that kernel, "
                      "or an error that names the op and why)"),
       llvm::cl::init(KernelStrategy::Auto), kernelStrategyValues()};

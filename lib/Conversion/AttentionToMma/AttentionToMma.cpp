@@ -125,15 +125,17 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
         rewriter, loc,
         MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()),
         index(2));
-    // The producer copies a tile's rows with TMA, one box per 64-column
-    // swizzled tile.
-    auto tensorMap = [&](Value buffer, int64_t rows) {
+    // The producer copies a tile's rows with TMA, one box per swizzled
+    // tile.
+    auto tensorMap = [&](Value buffer, int64_t rows, int64_t width) {
       return TensorMapOp::create(
           rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext()),
-          buffer, ArrayRef<int64_t>{1, 1, rows, kSwizzleColumns});
+          buffer,
+          ArrayRef<int64_t>{1, 1, rows, Swizzle::forWidth(width).columns()});
     };
-    maps = {tensorMap(query, tiles.qTile), tensorMap(key, tiles.kvTile),
-            tensorMap(value, tiles.kvTile)};
+    maps = {tensorMap(query, tiles.qTile, shape.headDim),
+            tensorMap(key, tiles.kvTile, shape.headDim),
+            tensorMap(value, tiles.kvTile, shape.valueHeadDim)};
   }
   auto launch =
       gpu::LaunchOp::create(rewriter, loc, gridX, gridY, gridZ,
@@ -172,11 +174,12 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
     int64_t pad = 16 / 2;
     int64_t outPad = 16 / shape.outputBytes;
     int64_t stages = tiles.stages;
-    // A row of D elements: padded, or split into swizzled 64-column tiles.
+    // A row of D elements: padded, or split into swizzled tiles.
     auto tileDims = [&](ArrayRef<int64_t> lead, int64_t rows, int64_t width) {
       SmallVector<int64_t> dims(lead);
+      int64_t columns = Swizzle::forWidth(width).columns();
       if (tiles.swizzled())
-        dims.append({width / kSwizzleColumns, rows, kSwizzleColumns});
+        dims.append({width / columns, rows, columns});
       else
         dims.append({rows, width + pad});
       return dims;

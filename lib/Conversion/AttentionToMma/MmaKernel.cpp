@@ -52,10 +52,12 @@ void BlockBuilder::copyRows(Value source, Value head, Value start, Value limit,
     Value elements = arith::SelectOp::create(b, loc, less(position, limit),
                                              c(kVectorElements), c(0));
     SmallVector<Value> to(stageIndex);
-    if (k.tiles.swizzled())
-      to.append({div(col, kSwizzleColumns), row,
-                 swizzledColumn(b, loc, row, rem(col, kSwizzleColumns))});
-    else
+    if (k.tiles.swizzled()) {
+      Swizzle swizzle = Swizzle::forWidth(width);
+      to.append(
+          {div(col, swizzle.columns()), row,
+           swizzledColumn(b, loc, swizzle, row, rem(col, swizzle.columns()))});
+    } else
       to.append({row, col});
     nvgpu::DeviceAsyncCopyOp::create(
         b, loc, stage, to, source, ValueRange{k.batch, head, position, col},

@@ -42,7 +42,7 @@ struct MmaKernel {
   /// word 1 the blocks done.
   Value barriers, tileSlots, workspace;
   /// Warp-specialized: the TMA tensor maps of Q, K and V (attn.tensor_map),
-  /// whose boxes are a tile's rows by one 64-column swizzled tile.
+  /// whose boxes are a tile's rows by one swizzled tile's columns.
   Value queryMap, keyMap, valueMap;
   /// Block and thread ids and the grid's x extent.
   Value blockX, gridX, head, batch, tid;

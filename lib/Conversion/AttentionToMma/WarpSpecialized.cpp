@@ -86,21 +86,23 @@ void BlockBuilder::buildWarpSpecialized() {
     emitPtx(b, loc, "mbarrier.arrive.shared::cta.b64 _, [$0];", {address});
   };
   // Copies `rows` rows of `map` from `row` of (batch, head) into `stage`'s
-  // buffer, a box per 64-column tile, and arrives on `full` expecting their
+  // buffer, a box per swizzled tile, and arrives on `full` expecting their
   // bytes: the barrier's phase completes when they have landed. TMA and
   // wgmma both go through the async proxy, so no fence is needed between.
   auto copyTile = [&](Value map, Value stage, Value buffer, Value row,
                       Value head, int64_t rows, int64_t width, Value full) {
-    int64_t boxBytes = rows * kSwizzleRowBytes;
+    Swizzle swizzle = Swizzle::forWidth(width);
+    int64_t boxBytes = rows * swizzle.rowBytes;
+    int64_t boxes = width / swizzle.columns();
     emitPtx(b, loc, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
-            {full, i32c(width / kSwizzleColumns * boxBytes)});
+            {full, i32c(boxes * boxBytes)});
     Value base = stageAddress(stage, buffer);
-    for (int64_t tile = 0; tile < width / kSwizzleColumns; ++tile)
+    for (int64_t tile = 0; tile < boxes; ++tile)
       emitPtx(b, loc,
               "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::"
               "complete_tx::bytes [$0], [$1, {$2, $3, $4, $5}], [$6];",
               {asI32(add(base, c(tile * boxBytes))), map,
-               i32c(tile * kSwizzleColumns), asI32(row), asI32(head),
+               i32c(tile * swizzle.columns()), asI32(row), asI32(head),
                asI32(k.batch), full});
   };
 
@@ -243,13 +245,15 @@ void BlockBuilder::buildWarpSpecialized() {
   b.setInsertionPointToStart(roles.elseBlock());
   NVVM::SetMaxRegisterOp::create(b, loc, tiles.consumerRegisters,
                                  NVVM::SetMaxRegisterAction::increase);
-  // Warpgroup w's rows start 64 w rows into each 64-column tile.
-  Value warpgroupRows = mul(div(k.tid, 128), c(64 * kSwizzleRowBytes));
+  // Warpgroup w's rows start 64 w rows into each swizzled tile.
+  Swizzle querySwizzle = Swizzle::forWidth(d);
+  Value warpgroupRows = mul(div(k.tid, 128), c(64 * querySwizzle.rowBytes));
   walkTiles(/*producer=*/false, [&](Value count, Value stepCount, Value steps) {
     auto [buffer, parity] = queryBuffer(count);
     queryDescriptor = swizzledDescriptor(
-        b, loc, add(stageAddress(k.queryStage, buffer), warpgroupRows),
-        /*leadingBytes=*/16, /*strideBytes=*/8 * kSwizzleRowBytes);
+        b, loc, querySwizzle,
+        add(stageAddress(k.queryStage, buffer), warpgroupRows),
+        /*leadingBytes=*/16, /*strideBytes=*/8 * querySwizzle.rowBytes);
     wait(barrier(kQueryFull, buffer), parity);
     TileStaging staging;
     staging.base = stepCount;

@@ -12,29 +12,34 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-Value mma::swizzledColumn(OpBuilder &b, Location loc, Value row, Value col) {
+Value mma::swizzledColumn(OpBuilder &b, Location loc, Swizzle swizzle,
+                          Value row, Value col) {
   auto index = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
   Value chunk = arith::DivUIOp::create(b, loc, col, index(8));
-  Value phase = arith::RemUIOp::create(b, loc, row, index(8));
+  if (swizzle.rowsPerPhase() > 1)
+    row = arith::DivUIOp::create(b, loc, row, index(swizzle.rowsPerPhase()));
+  Value phase = arith::RemUIOp::create(b, loc, row, index(swizzle.phases()));
   Value swizzled = arith::XOrIOp::create(b, loc, chunk, phase);
   return arith::MulIOp::create(b, loc, swizzled, index(8));
 }
 
-Value mma::swizzledDescriptor(OpBuilder &b, Location loc, Value address,
-                              int64_t leadingBytes, int64_t strideBytes) {
+Value mma::swizzledDescriptor(OpBuilder &b, Location loc, Swizzle swizzle,
+                              Value address, int64_t leadingBytes,
+                              int64_t strideBytes) {
   Type i64 = b.getI64Type();
   auto constant = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, loc, i64, v);
   };
   // Bits 0-13: the address / 16; 16-29 and 32-45: the leading and stride
-  // byte offsets / 16; 62-63: the layout (1 = 128-byte swizzle).
+  // byte offsets / 16; 62-63: the layout.
   Value start = arith::IndexCastOp::create(b, loc, i64, address);
   start = arith::ShRUIOp::create(b, loc, start, constant(4));
   start = arith::AndIOp::create(b, loc, start, constant(0x3fff));
   int64_t fields = ((leadingBytes >> 4) & 0x3fff) << 16 |
-                   ((strideBytes >> 4) & 0x3fff) << 32 | int64_t(1) << 62;
+                   ((strideBytes >> 4) & 0x3fff) << 32 |
+                   swizzle.descriptorLayout() << 62;
   return arith::OrIOp::create(b, loc, start, constant(fields));
 }
 

@@ -1,15 +1,11 @@
 //===- WarpgroupMma.h - Hopper wgmma for the attention kernel ---*- C++ -*-===//
 //
 // sm_90a's warpgroup tensor-core instructions as the attention kernel uses
-// them: shared-memory matrix descriptors for tiles stored in the 128-byte
-// swizzle layout, and wgmma.mma_async through inline PTX (MLIR 22's wgmma
-// ops take A only from shared memory; PV takes P from registers).
-//
-// A tile of 16-bit elements with rows of 64 elements (128 bytes) stores
-// element (row, col) at byte 128 row + 16 ((col / 8) xor (row % 8)) +
-// 2 (col % 8) from a 1024-byte-aligned base: the layout the hardware's
-// 128-byte swizzle reads. Wider rows are split into such tiles of 64
-// columns each.
+// them: shared-memory matrix descriptors for tiles stored in a swizzle
+// layout (Swizzle in KernelTiles.h: 128-byte rows, or 64 and 32 bytes for
+// head dims of 32 and 16), and wgmma.mma_async through inline PTX (MLIR
+// 22's wgmma ops take A only from shared memory; PV takes P from
+// registers). Tiles start at a 1024-byte-aligned base.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,15 +19,17 @@
 namespace mlir::attn::mma {
 
 /// The column at which the 16-byte chunk holding column `col` (a multiple
-/// of 8 below 64) of `row` is stored in a swizzled tile.
-Value swizzledColumn(OpBuilder &b, Location loc, Value row, Value col);
+/// of 8 below swizzle.columns()) of `row` is stored in a swizzled tile.
+Value swizzledColumn(OpBuilder &b, Location loc, Swizzle swizzle, Value row,
+                     Value col);
 
-/// A wgmma descriptor (i64) for a swizzled tile at shared byte address
-/// `address` (an index): `leadingBytes` apart lie the 64-column tiles of an
-/// MN-major operand (unused for K-major ones), `strideBytes` apart the
-/// groups of 8 rows.
-Value swizzledDescriptor(OpBuilder &b, Location loc, Value address,
-                         int64_t leadingBytes, int64_t strideBytes);
+/// A wgmma descriptor (i64) for a tile in `swizzle`'s layout at shared
+/// byte address `address` (an index): `leadingBytes` apart lie the tiles
+/// of an MN-major operand (unused for K-major ones), `strideBytes` apart
+/// the groups of 8 rows.
+Value swizzledDescriptor(OpBuilder &b, Location loc, Swizzle swizzle,
+                         Value address, int64_t leadingBytes,
+                         int64_t strideBytes);
 
 /// `descriptor` moved on by `bytes` (a multiple of 16).
 Value advanceDescriptor(OpBuilder &b, Location loc, Value descriptor,

@@ -1,7 +1,7 @@
 //===- WgmmaMainloop.cpp - the wgmma kernel's mainloop --------------------===//
 //
 // sm_90a's kernel of one block per q-tile: Q, K and V in shared memory in
-// the 128-byte swizzle layout, S = Q K^T from two descriptors, O += P V
+// a swizzle layout, S = Q K^T from two descriptors, O += P V
 // with P from registers, and FlashAttention-3's intra-warpgroup
 // pipelining, the softmax of S_j running while the wgmma of P_j-1 V_j-1
 // does. WarpSpecialized.cpp runs the same loop with a TMA producer.
@@ -45,18 +45,21 @@ Value BlockBuilder::stageAddress(Value stage, Value buffer) {
 
 SmallVector<Value> BlockBuilder::issueScores(Value buffer) {
   int64_t kvTile = k.tiles.kvTile;
+  Swizzle swizzle = Swizzle::forWidth(d);
   Value keyDescriptor = swizzledDescriptor(
-      b, loc, stageAddress(k.keyStage, buffer),
-      /*leadingBytes=*/16, /*strideBytes=*/8 * kSwizzleRowBytes);
+      b, loc, swizzle, stageAddress(k.keyStage, buffer),
+      /*leadingBytes=*/16, /*strideBytes=*/8 * swizzle.rowBytes);
   SmallVector<std::pair<Value, Value>> descriptors;
+  int64_t stepsPerTile = swizzle.columns() / 16;
   for (int64_t kk = 0; kk < d / 16; ++kk) {
-    // k-step kk lies in 64-column tile kk / 4, 32 bytes per step within.
-    int64_t tile = kk / 4, within = (kk % 4) * 32;
+    // k-step kk lies in swizzled tile kk / stepsPerTile, 32 bytes per step
+    // within.
+    int64_t tile = kk / stepsPerTile, within = (kk % stepsPerTile) * 32;
     descriptors.push_back(
         {advanceDescriptor(b, loc, queryDescriptor,
-                           tile * k.tiles.qTile * kSwizzleRowBytes + within),
+                           tile * k.tiles.qTile * swizzle.rowBytes + within),
          advanceDescriptor(b, loc, keyDescriptor,
-                           tile * kvTile * kSwizzleRowBytes + within)});
+                           tile * kvTile * swizzle.rowBytes + within)});
   }
   Value undefined = LLVM::UndefOp::create(b, loc, f32);
   SmallVector<Value> s(kvTile / 2, undefined);
@@ -71,11 +74,12 @@ SmallVector<Value> BlockBuilder::issueScores(Value buffer) {
 BlockBuilder::PvOperands BlockBuilder::pvOperands(ArrayRef<Fragment> probs,
                                                   Value buffer) {
   int64_t kvTile = k.tiles.kvTile;
-  // V is MN-major: its 64-column tiles lie kv-tile rows apart.
+  // V is MN-major: its swizzled tiles lie kv-tile rows apart.
+  Swizzle swizzle = Swizzle::forWidth(dv);
   Value valueDescriptor =
-      swizzledDescriptor(b, loc, stageAddress(k.valueStage, buffer),
-                         /*leadingBytes=*/kvTile * kSwizzleRowBytes,
-                         /*strideBytes=*/8 * kSwizzleRowBytes);
+      swizzledDescriptor(b, loc, swizzle, stageAddress(k.valueStage, buffer),
+                         /*leadingBytes=*/kvTile * swizzle.rowBytes,
+                         /*strideBytes=*/8 * swizzle.rowBytes);
   PvOperands operands;
   for (int64_t kk = 0; kk < kvTile / 16; ++kk) {
     SmallVector<Value> a;
@@ -90,7 +94,7 @@ BlockBuilder::PvOperands BlockBuilder::pvOperands(ArrayRef<Fragment> probs,
                             .getResult());
     operands.a.push_back(a);
     operands.descriptors.push_back(
-        advanceDescriptor(b, loc, valueDescriptor, 16 * kk * kSwizzleRowBytes));
+        advanceDescriptor(b, loc, valueDescriptor, 16 * kk * swizzle.rowBytes));
   }
   return operands;
 }
@@ -232,10 +236,11 @@ SmallVector<Value> BlockBuilder::warpgroupLoop(Value steps,
 
 void BlockBuilder::buildWarpgroup() {
   Value steps = startBlockTile();
-  // Warpgroup w's rows start 64 w rows into each 64-column tile.
-  Value rows = mul(div(k.tid, 128), c(64 * kSwizzleRowBytes));
+  // Warpgroup w's rows start 64 w rows into each swizzled tile.
+  Swizzle swizzle = Swizzle::forWidth(d);
+  Value rows = mul(div(k.tid, 128), c(64 * swizzle.rowBytes));
   queryDescriptor = swizzledDescriptor(
-      b, loc, add(stageAddress(k.queryStage, Value()), rows),
-      /*leadingBytes=*/16, /*strideBytes=*/8 * kSwizzleRowBytes);
+      b, loc, swizzle, add(stageAddress(k.queryStage, Value()), rows),
+      /*leadingBytes=*/16, /*strideBytes=*/8 * swizzle.rowBytes);
   finishTile(warpgroupLoop(steps, copyStaging(steps)), /*staged=*/true);
 }

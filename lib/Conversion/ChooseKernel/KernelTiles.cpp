@@ -110,7 +110,10 @@ SharedLayout mma::sharedLayout(const MmaTiles &tiles, const MmaShape &shape) {
 }
 
 bool mma::servesWarpgroupMma(const MmaShape &shape) {
-  auto served = [](int64_t d) { return d == 64 || d == 128 || d == 256; };
+  // Whole swizzled tiles: 16, 32, or 64-column tiles of 128-byte rows.
+  auto served = [](int64_t d) {
+    return d == 16 || d == 32 || d == 64 || d == 128 || d == 256;
+  };
   return served(shape.headDim) && served(shape.valueHeadDim);
 }
 
