@@ -6,6 +6,9 @@
 // RUN: not attn-opt %s --attn-choose-kernel 2>&1 | FileCheck %s --check-prefix=NOCHIP
 // RUN: not attn-opt %s --attn-choose-kernel=chip=sm_70 2>&1 | FileCheck %s --check-prefix=OLDCHIP
 // RUN: not attn-opt %s --attn-choose-kernel="chip=sm_80 q-tile=48 bands=2" 2>&1 | FileCheck %s --check-prefix=BANDS
+// Given tiles that no tensor-core kernel fits are an error under auto too,
+// never a silent fallback to SIMT.
+// RUN: not attn-opt %s --split-input-file --attn-choose-kernel="chip=sm_86 q-tile=256 kv-tile=256" 2>&1 | FileCheck %s --check-prefix=NOFIT
 
 // SM90A-LABEL: func.func @bf16
 // SM90A: kernel = #attn.kernel<wgmma_ws, q_tile = 128, kv_tile = 128, query_buffers = 2, producer_registers = 40, consumer_registers = 232>
@@ -17,6 +20,7 @@
 // GIVEN: kernel = #attn.kernel<simt, q_tile = 64, kv_tile = 32>
 // NOCHIP: attn-choose-kernel: missing chip: pass chip=sm_80 or chip=sm_90a
 // OLDCHIP: attn-choose-kernel: unsupported chip 'sm_70': the kernels need one of sm_75
+// NOFIT: error: 'attn.attention' op has no mma.sync tiles that fit 101376 bytes of shared memory per block (D = 128, Dv = 128, q-tile 256, kv-tile 256
 // BANDS: attn-choose-kernel: q-tile must be up to 512 (a multiple of 32 with bands=2), kv-tile up to 256 and bands 1 or 2 (0: chosen), got 48, 0 and 2
 func.func @bf16(%q: tensor<?x8x?x128xbf16>, %o: tensor<?x8x?x128xbf16>)
     -> tensor<?x8x?x128xbf16> {

@@ -76,8 +76,8 @@ struct ChooseKernelPass : attn::impl::ChooseKernelBase<ChooseKernelPass> {
   /// Sets `op`'s kernel from the strategy and the chip.
   LogicalResult choose(AttentionOp op);
   /// The tensor-core tiles for `op` under the strategy, which `choose`
-  /// has found the tensor cores serve; none under auto means SIMT.
-  FailureOr<std::optional<MmaTiles>> chooseTensorCoreTiles(AttentionOp op);
+  /// has found the tensor cores serve.
+  FailureOr<MmaTiles> chooseTensorCoreTiles(AttentionOp op);
   /// Whether the chip runs `kernel`, with a diagnostic on `op` if not.
   LogicalResult checkOnChip(AttentionOp op, KernelAttr kernel);
 
@@ -140,13 +140,11 @@ LogicalResult ChooseKernelPass::choose(AttentionOp op) {
     tensorCores = false;
   }
   if (tensorCores) {
-    FailureOr<std::optional<MmaTiles>> tiles = chooseTensorCoreTiles(op);
+    FailureOr<MmaTiles> tiles = chooseTensorCoreTiles(op);
     if (failed(tiles))
       return failure();
-    if (*tiles) {
-      op.setKernelAttr((*tiles)->toAttr(op.getContext()));
-      return success();
-    }
+    op.setKernelAttr(tiles->toAttr(op.getContext()));
+    return success();
   }
   // When nothing fits, the given tiles (or 16) are recorded and
   // attn-map-forall-to-gpu reports the bytes they need.
@@ -164,8 +162,7 @@ LogicalResult ChooseKernelPass::choose(AttentionOp op) {
   return success();
 }
 
-FailureOr<std::optional<MmaTiles>>
-ChooseKernelPass::chooseTensorCoreTiles(AttentionOp op) {
+FailureOr<MmaTiles> ChooseKernelPass::chooseTensorCoreTiles(AttentionOp op) {
   MmaShape shape = MmaShape::of(op);
   int64_t sharedMemory = target->sharedMemoryPerBlock;
   StringRef name = stringifyKernelStrategy(strategy);
@@ -237,14 +234,14 @@ ChooseKernelPass::chooseTensorCoreTiles(AttentionOp op) {
              << " blocks, which q-tile " << tiles->qTile << " and kv-tile "
              << tiles->kvTile << " do not divide";
   }
-  if (!tiles && strategy != KernelStrategy::Auto)
+  if (!tiles)
     return op.emitOpError()
            << "has no mma.sync tiles that fit " << sharedMemory
            << " bytes of shared memory per block (D = " << shape.headDim
            << ", Dv = " << shape.valueHeadDim << ", q-tile " << qTile.getValue()
            << ", kv-tile " << kvTile.getValue() << ", bands "
            << bands.getValue() << ", warps " << warps.getValue() << ")";
-  return tiles;
+  return *tiles;
 }
 
 LogicalResult ChooseKernelPass::checkOnChip(AttentionOp op, KernelAttr kernel) {
