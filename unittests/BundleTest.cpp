@@ -483,6 +483,52 @@ TEST(RuntimeShapes, ReadsTheContractAndChecksArguments) {
             "in bytes overflows int64");
 }
 
+// A block mask's lists given as arguments 6 and 7: batch and heads 1 or
+// q's, rows covering q's 128-row blocks; the mask's kv_len fixed at 300.
+TEST(RuntimeShapes, ReadsBlockMaskConstraints) {
+  std::string dir = ::testing::TempDir() + "contract-block-mask";
+  writeIn(dir, "k.ptx", ".version 8.0\n");
+  std::string text = kContractBundle;
+  std::string extra =
+      R"json({"kind": "one_or_equal", "lhs": [5, 0], "rhs": [0, 1],
+              "what": "the block mask's heads"},
+             {"kind": "at_least", "lhs": [5, 0], "rhs": [0, 2],
+              "rhs_block": 128, "what": "the block mask's rows"},
+             {"kind": "equal", "lhs": [1, 2], "rhs_value": 300,
+              "what": "the kv length, fixed by the block mask's kv_len"},
+             )json";
+  // In place of the document ids' constraint.
+  size_t ids = text.find(R"({"kind": "at_least", "lhs": [5, 0])");
+  text.replace(ids, text.find("]}", ids) - ids,
+               extra.substr(0, extra.rfind(',')));
+  Bundle bundle;
+  std::string error;
+  ASSERT_TRUE(Bundle::parse(text, dir, bundle, error)) << error;
+  const Function &f = bundle.functions[0];
+  ASSERT_EQ(f.contract.constraints.size(), 6u);
+  EXPECT_EQ(f.contract.constraints[3].kind, ShapeConstraint::Kind::OneOrEqual);
+  EXPECT_EQ(f.contract.constraints[4].rhsBlock, 128);
+  EXPECT_EQ(f.contract.constraints[5].rhsValue, std::optional<int64_t>(300));
+
+  // Argument 5 stands for the mask's lists here: 1 or 8 of them, at least
+  // ceil(M / 128) of them; k's length must be 300.
+  auto shapes = [](int64_t lists, int64_t m, int64_t n) {
+    return std::vector<std::vector<int64_t>>{{2, 8, m, 64}, {2, 2, n, 64},
+                                             {2, 2, n, 64}, {2, 8, m, 64},
+                                             {2, 8, m},     {lists}};
+  };
+  EXPECT_EQ(f.checkArguments(shapes(8, 1024, 300)), "");
+  EXPECT_EQ(f.checkArguments(shapes(1, 129, 300)),
+            "@gqa: argument 5 dim 0 (the block mask's rows) is 1 but the "
+            "128-blocks of q dim 2 is 2; it must be at least that");
+  EXPECT_EQ(f.checkArguments(shapes(3, 129, 300)),
+            "@gqa: argument 5 dim 0 (the block mask's heads) is 3 but q dim "
+            "1 is 8; it must be 1 or that");
+  EXPECT_EQ(f.checkArguments(shapes(8, 1024, 301)),
+            "@gqa: k dim 2 (the kv length, fixed by the block mask's kv_len) "
+            "is 301; it must be 300");
+}
+
 TEST(RuntimeShapes, ContractErrorsAreLoadErrors) {
   std::string dir = ::testing::TempDir() + "contract-errors";
   writeIn(dir, "k.ptx", ".version 8.0\n");
@@ -506,8 +552,13 @@ TEST(RuntimeShapes, ContractErrorsAreLoadErrors) {
   EXPECT_TRUE(contains(loadWith(R"("rhs": [1, 2])", R"("rhs": [1.5, 2])"),
                        "constraint 3 needs \"rhs\": [argument, dim]"));
   EXPECT_TRUE(contains(loadWith(R"("kind": "equal")", R"("kind": "same")"),
-                       "constraint 0 has no kind equal, multiple_of or "
-                       "at_least"));
+                       "constraint 0 has no kind equal, multiple_of, "
+                       "at_least, at_most or one_or_equal"));
+  EXPECT_TRUE(contains(loadWith(R"("rhs": [1, 2])", R"("rhs_value": -3)"),
+                       "constraint 3 needs \"rhs_value\": a size >= 0"));
+  EXPECT_TRUE(
+      contains(loadWith(R"("rhs": [1, 2])", R"("rhs": [1, 2], "rhs_block": 0)"),
+               "constraint 3 needs \"rhs_block\": a block size >= 1"));
   EXPECT_TRUE(contains(loadWith(R"({"constraints": [)", R"({"names": [)"),
                        "\"shape_contract\" must be an object with a list "
                        "\"constraints\""));

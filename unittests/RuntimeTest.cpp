@@ -530,7 +530,8 @@ TEST(RuntimeShapes, ChecksConstraintsOnTheirOwn) {
             "shape constraint 0 names argument 1 dim 3, which does not exist");
   for (auto kind :
        {ShapeConstraint::Kind::Equal, ShapeConstraint::Kind::MultipleOf,
-        ShapeConstraint::Kind::AtLeast}) {
+        ShapeConstraint::Kind::AtLeast, ShapeConstraint::Kind::AtMost,
+        ShapeConstraint::Kind::OneOrEqual}) {
     ShapeConstraint::Kind parsed;
     ASSERT_TRUE(
         ShapeConstraint::parseKind(ShapeConstraint::kindName(kind), parsed));

@@ -89,15 +89,17 @@ private:
 /// ||out - ref|| / ||ref|| (Frobenius), with the float64 reference rounded
 /// to the output's element type first: a kernel cannot store more than the
 /// format holds (a bf16 output alone is off by up to 2^-9 relative), so this
-/// measures the kernel's own error. `allFinite`: no element of `out` is NaN
-/// or infinite.
+/// measures the kernel's own error. Elements whose reference is NaN or
+/// infinite (a region can compute them) are left out of the norms and must
+/// be NaN, or the same infinity, in `out`. `allFinite`: every other element
+/// of `out` is finite and those agree.
 double relativeError(const HostTensor &out, const std::vector<double> &ref,
                      bool &allFinite);
 
 /// The same for a logsumexp against its float64 reference: rows with
-/// nothing unmasked (reference -inf) must be -inf exactly and are left out
-/// of the norms; `allFinite` is false when one is not, or when another row
-/// is not finite.
+/// nothing unmasked (reference -inf), or a non-finite reference, must
+/// match it exactly and are left out of the norms; `allFinite` is false
+/// when one does not, or when another row is not finite.
 double logsumexpError(const HostTensor &lse, const std::vector<double> &ref,
                       bool &allFinite);
 

@@ -16,6 +16,7 @@
 #define ATTNRUNTIME_SHAPECHECK_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,16 +38,33 @@ struct ShapeConstraint {
     /// lhs is a multiple of rhs, and rhs > 0 unless lhs == 0 (GQA: Hq of
     /// Hkv).
     MultipleOf,
-    /// lhs >= rhs (a captured tensor indexed by a problem position).
+    /// lhs >= rhs (a captured tensor indexed by a problem position; a block
+    /// mask's rows for the query's length).
     AtLeast,
+    /// lhs <= rhs (a query no longer than a static block mask covers).
+    AtMost,
+    /// lhs == 1 or lhs == rhs (a block mask's batch or heads: 1 serves
+    /// them all).
+    OneOrEqual,
   } kind = Kind::Equal;
   DimRef lhs, rhs;
+  /// When set, the right side is this size instead of `rhs` (a size the
+  /// program fixes, such as a block mask built for a constant length).
+  std::optional<int64_t> rhsValue;
+  /// The right side counts blocks of this many: ceil(rhs / rhsBlock).
+  int64_t rhsBlock = 1;
   /// What the tied dimension is, for messages: "batch", "kv length", ...
   std::string what;
 
-  /// "equal", "multiple_of", "at_least" (the bundle's spelling).
+  /// "equal", "multiple_of", "at_least", "at_most", "one_or_equal" (the
+  /// bundle's spelling).
   static const char *kindName(Kind kind);
   static bool parseKind(const std::string &name, Kind &kind);
+  /// Whether sizes `lhs` and `rhs` (rhs already counted in blocks) agree.
+  static bool holds(Kind kind, int64_t lhs, int64_t rhs);
+  /// "", "a multiple of ", "at least ", "at most ", "1 or ": what lhs must
+  /// be of rhs, for messages.
+  static const char *relationText(Kind kind);
 };
 
 struct ShapeContract {

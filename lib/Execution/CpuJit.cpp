@@ -155,7 +155,12 @@ CpuKernel::compile(ModuleOp module, llvm::StringRef function,
           llvm::JITSymbolFlags::Exported};
     return symbols;
   });
-  kernel->contract = computeShapeContract(func);
+  // The pipeline's first pass computed it on the clone and refused it there.
+  FailureOr<attn_runtime::ShapeContract> contract = computeShapeContract(func);
+  if (failed(contract))
+    return error("the function's shapes cannot be checked (see the "
+                 "diagnostics above)");
+  kernel->contract = std::move(*contract);
   for (Type type : func.getArgumentTypes())
     kernel->elementBytes.push_back(bytesOf(type));
   return kernel;

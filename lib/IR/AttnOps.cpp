@@ -13,11 +13,13 @@
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -112,8 +114,20 @@ static std::string typeListString(TypeRange types) {
   return str;
 }
 
-/// Checks a score_mod/mask_mod region: its block arguments, its yield and
-/// that it has no side effects. `what` names the arguments for the message.
+/// A scalar type every lowering of a region can compute in, or a ranked
+/// tensor of one (a captured or constant table).
+static bool isRegionComputableType(Type type) {
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    type = tensor.getElementType();
+  if (auto integer = dyn_cast<IntegerType>(type))
+    return integer.getWidth() <= 64;
+  return isa<IndexType, Float16Type, BFloat16Type, Float32Type, Float64Type>(
+      type);
+}
+
+/// Checks a score_mod/mask_mod region: its block arguments, its yield, the
+/// types it computes with and that it has no side effects. `what` names the
+/// arguments for the message.
 static LogicalResult verifyModRegion(Operation *op, Region &region,
                                      StringRef name, ArrayRef<Type> argTypes,
                                      Type yieldType, StringRef what) {
@@ -143,7 +157,35 @@ static LogicalResult verifyModRegion(Operation *op, Region &region,
              << "has side effects, but " << name << " of '" << op->getName()
              << "' must be free of side effects";
   }
-  return success();
+
+  // Every lowering computes regions in scalars the CPU and the GPU both
+  // have; an f8 or vector value would pass here and fail inside LLVM.
+  WalkResult types = region.walk([&](Operation *nested) {
+    // Kernels read tables from the function's arguments; a tensor made
+    // inside the region would have to live in every kernel's memory.
+    for (Type type : nested->getResultTypes())
+      if (isa<ShapedType>(type)) {
+        nested->emitOpError()
+            << "makes a " << type << " inside " << name << " of '"
+            << op->getName()
+            << "'; a region reads tensors only from the function's "
+               "arguments (pass the table as one)";
+        return WalkResult::interrupt();
+      }
+    for (ValueRange values :
+         {ValueRange(nested->getOperands()), ValueRange(nested->getResults())})
+      for (Value value : values)
+        if (!isRegionComputableType(value.getType())) {
+          nested->emitOpError()
+              << "computes with " << value.getType() << ", but " << name
+              << " of '" << op->getName()
+              << "' may use only index, i1 to i64, f16, bf16, f32 and f64 "
+                 "values and ranked tensors of them";
+          return WalkResult::interrupt();
+        }
+    return WalkResult::advance();
+  });
+  return failure(types.wasInterrupted());
 }
 
 //===----------------------------------------------------------------------===//
@@ -463,6 +505,25 @@ LogicalResult SoftmaxOp::verify() {
 //===----------------------------------------------------------------------===//
 // Block masks
 //===----------------------------------------------------------------------===//
+
+LogicalResult CreateBlockMaskOp::verify() {
+  // Counts and block indices are i32, and the kernels launch a grid over
+  // batch x heads: a constant size past that range, or below zero, could
+  // only overflow an allocation or a launch.
+  constexpr int64_t kMaxSize = std::numeric_limits<int32_t>::max();
+  for (auto [name, value] : {std::pair<StringRef, Value>{"batch", getBatch()},
+                             {"heads", getHeads()},
+                             {"q_len", getQLen()},
+                             {"kv_len", getKvLen()}}) {
+    APInt size;
+    if (matchPattern(value, m_ConstantInt(&size)) &&
+        (size.isNegative() || size.sgt(kMaxSize)))
+      return emitOpError() << "expected " << name << " to lie in [0, "
+                           << kMaxSize << "], but it is "
+                           << size.getSExtValue();
+  }
+  return success();
+}
 
 LogicalResult CreateBlockMaskOp::verifyRegions() {
   Type index = IndexType::get(getContext());

@@ -197,12 +197,31 @@ bool readContract(const JsonValue *json, Function &function,
     ShapeConstraint constraint;
     const std::string *kind = c.getString("kind"), *what = c.getString("what");
     if (!kind || !ShapeConstraint::parseKind(*kind, constraint.kind)) {
-      error = where + "has no kind equal, multiple_of or at_least";
+      error = where + "has no kind equal, multiple_of, at_least, at_most or "
+                      "one_or_equal";
       return false;
     }
     if (what)
       constraint.what = *what;
+    // The right side is a dimension ("rhs") or a size ("rhs_value"),
+    // optionally counted in blocks ("rhs_block").
+    if (const JsonValue *value = c.get("rhs_value")) {
+      int64_t size = 0;
+      if (!value->integer(size) || size < 0) {
+        error = where + "needs \"rhs_value\": a size >= 0";
+        return false;
+      }
+      constraint.rhsValue = size;
+    }
+    if (const JsonValue *block = c.get("rhs_block")) {
+      if (!block->integer(constraint.rhsBlock) || constraint.rhsBlock < 1) {
+        error = where + "needs \"rhs_block\": a block size >= 1";
+        return false;
+      }
+    }
     for (const char *side : {"lhs", "rhs"}) {
+      if (side[0] == 'r' && constraint.rhsValue)
+        continue;
       const JsonValue *ref = c.get(side);
       DimRef &out = side[0] == 'l' ? constraint.lhs : constraint.rhs;
       if (!isArray(ref) || ref->array.size() != 2 ||

@@ -12,17 +12,55 @@ const char *ShapeConstraint::kindName(Kind kind) {
     return "multiple_of";
   case Kind::AtLeast:
     return "at_least";
+  case Kind::AtMost:
+    return "at_most";
+  case Kind::OneOrEqual:
+    return "one_or_equal";
   }
   return "?";
 }
 
 bool ShapeConstraint::parseKind(const std::string &name, Kind &kind) {
-  for (Kind k : {Kind::Equal, Kind::MultipleOf, Kind::AtLeast})
+  for (Kind k : {Kind::Equal, Kind::MultipleOf, Kind::AtLeast, Kind::AtMost,
+                 Kind::OneOrEqual})
     if (name == kindName(k)) {
       kind = k;
       return true;
     }
   return false;
+}
+
+bool ShapeConstraint::holds(Kind kind, int64_t a, int64_t b) {
+  switch (kind) {
+  case Kind::Equal:
+    return a == b;
+  case Kind::MultipleOf:
+    // Sizes are non-negative here, so b == 0 is the only trap.
+    return b == 0 ? a == 0 : a % b == 0;
+  case Kind::AtLeast:
+    return a >= b;
+  case Kind::AtMost:
+    return a <= b;
+  case Kind::OneOrEqual:
+    return a == 1 || a == b;
+  }
+  return false;
+}
+
+const char *ShapeConstraint::relationText(Kind kind) {
+  switch (kind) {
+  case Kind::Equal:
+    return "";
+  case Kind::MultipleOf:
+    return "a multiple of ";
+  case Kind::AtLeast:
+    return "at least ";
+  case Kind::AtMost:
+    return "at most ";
+  case Kind::OneOrEqual:
+    return "1 or ";
+  }
+  return "";
 }
 
 std::string ShapeContract::argName(int64_t arg) const {
@@ -82,30 +120,39 @@ ShapeContract::check(const std::vector<std::vector<int64_t>> &shapes,
     auto describe = [&](const DimRef &ref) {
       return argName(ref.arg) + " dim " + std::to_string(ref.dim);
     };
-    if (!exists(c.lhs) || !exists(c.rhs))
+    bool fixed = c.rhsValue.has_value();
+    if (!exists(c.lhs) || (!fixed && !exists(c.rhs)))
       return "shape constraint " + std::to_string(j) + " names " +
              describe(exists(c.lhs) ? c.rhs : c.lhs) + ", which does not exist";
-    int64_t a = shapes[c.lhs.arg][c.lhs.dim], b = shapes[c.rhs.arg][c.rhs.dim];
+    if (c.rhsBlock < 1)
+      return "shape constraint " + std::to_string(j) + " counts blocks of " +
+             std::to_string(c.rhsBlock);
+    int64_t a = shapes[c.lhs.arg][c.lhs.dim];
+    int64_t b = fixed ? *c.rhsValue : shapes[c.rhs.arg][c.rhs.dim];
+    if (c.rhsBlock > 1) // Sizes are non-negative here: ceil(b / block).
+      b = b / c.rhsBlock + (b % c.rhsBlock != 0);
+    if (ShapeConstraint::holds(c.kind, a, b))
+      continue;
     std::string lhs = describe(c.lhs) +
                       (c.what.empty() ? "" : " (" + c.what + ")") + " is " +
                       std::to_string(a);
+    if (fixed)
+      return lhs + "; it must be " + ShapeConstraint::relationText(c.kind) +
+             std::to_string(b);
     std::string rhs = describe(c.rhs);
+    if (c.rhsBlock > 1)
+      rhs = "the " + std::to_string(c.rhsBlock) + "-blocks of " + rhs;
     switch (c.kind) {
     case ShapeConstraint::Kind::Equal:
-      if (a != b)
-        return lhs + " but " + rhs + " is " + std::to_string(b);
-      break;
+      return lhs + " but " + rhs + " is " + std::to_string(b);
     case ShapeConstraint::Kind::MultipleOf:
-      // Sizes are non-negative here, so b == 0 is the only trap.
-      if (b == 0 ? a != 0 : a % b != 0)
-        return lhs + ", not a multiple of " + rhs + ", which is " +
-               std::to_string(b);
-      break;
+      return lhs + ", not a multiple of " + rhs + ", which is " +
+             std::to_string(b);
     case ShapeConstraint::Kind::AtLeast:
-      if (a < b)
-        return lhs + " but " + rhs + " is " + std::to_string(b) +
-               "; it must be at least that";
-      break;
+    case ShapeConstraint::Kind::AtMost:
+    case ShapeConstraint::Kind::OneOrEqual:
+      return lhs + " but " + rhs + " is " + std::to_string(b) +
+             "; it must be " + ShapeConstraint::relationText(c.kind) + "that";
     }
   }
   return "";

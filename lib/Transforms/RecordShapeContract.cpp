@@ -22,18 +22,24 @@ struct RecordShapeContractPass
     : attn::impl::RecordShapeContractBase<RecordShapeContractPass> {
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
-      if (func.isExternal() || failed(argumentDims(func)))
+      if (func.isExternal())
         continue;
       bool hasAttnOps = false;
       func.walk([&](Operation *op) {
-        if (isa<AttentionOp, SoftmaxOp>(op))
+        if (isa<AttentionOp, SoftmaxOp, BlockMaskFieldOp>(op))
           hasAttnOps = true;
       });
       if (!hasAttnOps)
         continue;
-      func->setAttr(
-          kShapeContractAttrName,
-          shapeContractToAttr(&getContext(), computeShapeContract(func)));
+      FailureOr<attn_runtime::ShapeContract> contract =
+          computeShapeContract(func);
+      if (failed(contract))
+        return signalPassFailure();
+      // Only tensor arguments have shapes a runtime can check.
+      if (failed(argumentDims(func)))
+        continue;
+      func->setAttr(kShapeContractAttrName,
+                    shapeContractToAttr(&getContext(), *contract));
       if (ArrayAttr computes = computesAttr(func))
         func->setAttr(kComputesAttrName, computes);
     }

@@ -5,9 +5,11 @@
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace mlir::attn;
+using attn_runtime::DimRef;
 using attn_runtime::ShapeConstraint;
 using attn_runtime::ShapeContract;
 
@@ -56,9 +58,223 @@ public:
     tie(ShapeConstraint::Kind::Equal, lhs, lhsDim, rhs, rhsDim, what);
   }
 
-  void addAttention(AttentionOp op) {
+  /// A size the contract can state: a static size or a constant ("fixed"),
+  /// a dimension of an argument, or neither (unknown).
+  struct Size {
+    enum class Kind { Unknown, Fixed, Dim } kind = Kind::Unknown;
+    int64_t value = 0;
+    DimRef dim;
+  };
+  static Size fixed(int64_t value) { return {Size::Kind::Fixed, value, {}}; }
+
+  Size sizeOfDim(Value tensor, int64_t d) {
+    auto type = cast<ShapedType>(tensor.getType());
+    if (!type.isDynamicDim(d))
+      return fixed(type.getDimSize(d));
+    if (int64_t arg = argOf(tensor); arg >= 0)
+      return {Size::Kind::Dim, 0, {arg, d}};
+    return {};
+  }
+  Size sizeOfIndex(Value index) {
+    APInt constant;
+    if (matchPattern(index, m_ConstantInt(&constant)))
+      return fixed(constant.getSExtValue());
+    if (auto dim = index.getDefiningOp<tensor::DimOp>())
+      if (std::optional<int64_t> d = dim.getConstantIndex())
+        return sizeOfDim(dim.getSource(), *d);
+    return {};
+  }
+
+  /// Requires `lhs kind ceil(rhs / rhsBlock)`: checked now where both sizes
+  /// are fixed, recorded for the runtime where one is an argument's dim,
+  /// refused where either is unknown (nothing could check it).
+  LogicalResult require(Operation *op, ShapeConstraint::Kind kind, Size lhs,
+                        Size rhs, int64_t rhsBlock, StringRef lhsWhat,
+                        StringRef rhsWhat) {
+    using Kind = ShapeConstraint::Kind;
+    auto ceilDiv = [&](int64_t size) {
+      return size / rhsBlock + (size % rhsBlock != 0);
+    };
+    auto rhsText = [&]() {
+      std::string text = rhsWhat.str();
+      if (rhsBlock > 1)
+        text += " in blocks of " + std::to_string(rhsBlock);
+      return text;
+    };
+    if (lhs.kind == Size::Kind::Unknown || rhs.kind == Size::Kind::Unknown)
+      return op->emitOpError()
+             << "cannot check that " << lhsWhat << " is "
+             << ShapeConstraint::relationText(kind) << rhsText()
+             << ": make each a constant or a tensor.dim of a function "
+                "argument";
+    if (lhs.kind == Size::Kind::Fixed && rhs.kind == Size::Kind::Fixed) {
+      int64_t r = ceilDiv(rhs.value);
+      if (ShapeConstraint::holds(kind, lhs.value, r))
+        return success();
+      return op->emitOpError()
+             << "expected " << lhsWhat << " to be "
+             << ShapeConstraint::relationText(kind) << rhsText() << " (" << r
+             << "), but it is " << lhs.value;
+    }
+    // A size against itself holds for every relation but MultipleOf's 0.
+    if (lhs.kind == Size::Kind::Dim && rhs.kind == Size::Kind::Dim &&
+        lhs.dim == rhs.dim && rhsBlock == 1 && kind != Kind::MultipleOf)
+      return success();
+    ShapeConstraint c;
+    c.kind = kind;
+    c.rhsBlock = rhsBlock;
+    c.what = lhsWhat.str();
+    if (lhs.kind == Size::Kind::Dim) {
+      c.lhs = lhs.dim;
+      if (rhs.kind == Size::Kind::Dim)
+        c.rhs = rhs.dim;
+      else
+        c.rhsValue = rhs.value;
+    } else {
+      // A fixed left side: state the same requirement on the right's dim.
+      c.lhs = rhs.dim;
+      c.rhsBlock = 1;
+      c.what = (rhsWhat + ", fixed by " + lhsWhat).str();
+      int64_t l = lhs.value;
+      if (kind == Kind::AtLeast) { // l >= ceil(r / block) iff r <= l * block
+        c.kind = Kind::AtMost;
+        c.rhsValue = l * rhsBlock;
+      } else if (kind == Kind::OneOrEqual && l == 1) {
+        return success();
+      } else if ((kind == Kind::Equal || kind == Kind::OneOrEqual) &&
+                 rhsBlock == 1) {
+        c.kind = Kind::Equal;
+        c.rhsValue = l;
+      } else {
+        return op->emitOpError()
+               << "cannot check that " << lhsWhat << " (" << l << ") is "
+               << ShapeConstraint::relationText(kind) << rhsText()
+               << " at run time: give it a dynamic size too";
+      }
+    }
+    for (const ShapeConstraint &known : contract.constraints)
+      if (known.kind == c.kind && known.lhs == c.lhs && known.rhs == c.rhs &&
+          known.rhsValue == c.rhsValue && known.rhsBlock == c.rhsBlock)
+        return success();
+    contract.constraints.push_back(c);
+    return success();
+  }
+
+  /// The extents a block mask was built for: batch, heads and, per side,
+  /// its rows (q-blocks of the kv-side lists, kv-blocks of the q-side ones).
+  struct MaskExtents {
+    Size batch, heads;
+    /// q_len and kv_len of create_block_mask (unknown for given lists).
+    Size qLen, kvLen;
+    /// The kv-side lists' rows of make_block_mask (unknown for
+    /// create_block_mask, whose rows follow from q_len).
+    Size kvSideRows;
+  };
+  std::optional<MaskExtents> extentsOf(Value blockMask) {
+    if (auto create = blockMask.getDefiningOp<CreateBlockMaskOp>()) {
+      MaskExtents e;
+      e.batch = sizeOfIndex(create.getBatch());
+      e.heads = sizeOfIndex(create.getHeads());
+      e.qLen = sizeOfIndex(create.getQLen());
+      e.kvLen = sizeOfIndex(create.getKvLen());
+      return e;
+    }
+    if (auto make = blockMask.getDefiningOp<MakeBlockMaskOp>()) {
+      MaskExtents e;
+      Value counts = make.getKvNumBlocks();
+      name(counts, "kv_num_blocks");
+      name(make.getKvIndices(), "kv_indices");
+      if (make.getFullKvNumBlocks()) {
+        name(make.getFullKvNumBlocks(), "full_kv_num_blocks");
+        name(make.getFullKvIndices(), "full_kv_indices");
+      }
+      e.batch = sizeOfDim(counts, 0);
+      e.heads = sizeOfDim(counts, 1);
+      e.kvSideRows = sizeOfDim(counts, 2);
+      // Every list of the mask has the counts' leading dims.
+      SmallVector<Value> lists = {make.getKvIndices()};
+      if (Value fullCounts = make.getFullKvNumBlocks())
+        lists.append({fullCounts, make.getFullKvIndices()});
+      for (Value list : lists)
+        for (int64_t d = 0; d < 3; ++d)
+          if (Size at = sizeOfDim(list, d); at.kind == Size::Kind::Dim)
+            if (Size of = sizeOfDim(counts, d); of.kind != Size::Kind::Unknown)
+              (void)require(make, ShapeConstraint::Kind::Equal, at, of, 1,
+                            "a block-mask list's leading dim",
+                            "kv_num_blocks'");
+      return e;
+    }
+    return std::nullopt;
+  }
+
+  /// A block mask must have been built for the attention that uses it:
+  /// FlexAttention's rule, and the kernels index its lists by the
+  /// attention's batch, head and q-block.
+  LogicalResult addBlockMaskUse(AttentionOp op) {
+    std::optional<MaskExtents> mask = extentsOf(op.getBlockMask());
+    if (!mask)
+      return op.emitOpError()
+             << "cannot check the block mask's sizes against the attention: "
+                "it must come from attn.create_block_mask or "
+                "attn.make_block_mask";
+    auto type = cast<BlockMaskType>(op.getBlockMask().getType());
+    Value q = op.getQuery(), k = op.getKey();
+    using Kind = ShapeConstraint::Kind;
+    if (failed(require(op, Kind::OneOrEqual, mask->batch, sizeOfDim(q, 0), 1,
+                       "the block mask's batch", "the query's batch")) ||
+        failed(require(op, Kind::OneOrEqual, mask->heads, sizeOfDim(q, 1), 1,
+                       "the block mask's heads", "the query's heads")))
+      return failure();
+    if (mask->kvSideRows.kind != Size::Kind::Unknown)
+      return require(op, Kind::AtLeast, mask->kvSideRows, sizeOfDim(q, 2),
+                     type.getQBlock(), "the block mask's rows",
+                     "the query length");
+    if (failed(require(op, Kind::Equal, mask->qLen, sizeOfDim(q, 2), 1,
+                       "the block mask's q_len", "the query length")) ||
+        failed(require(op, Kind::Equal, mask->kvLen, sizeOfDim(k, 2), 1,
+                       "the block mask's kv_len", "the kv length")))
+      return failure();
+    return success();
+  }
+
+  /// A block_mask_field result's static sizes must be the mask's.
+  LogicalResult addField(BlockMaskFieldOp op) {
+    auto create = op.getBlockMask().getDefiningOp<CreateBlockMaskOp>();
+    if (!create)
+      return success();
+    auto type = cast<BlockMaskType>(op.getBlockMask().getType());
+    auto result = cast<RankedTensorType>(op.getResult().getType());
+    bool kvSide = op.getField() == BlockMaskField::kv_num_blocks ||
+                  op.getField() == BlockMaskField::kv_indices ||
+                  op.getField() == BlockMaskField::full_kv_num_blocks ||
+                  op.getField() == BlockMaskField::full_kv_indices;
+    struct Extent {
+      Value size;
+      int64_t block;
+      const char *what;
+    };
+    Extent q = {create.getQLen(), type.getQBlock(), "q_len"};
+    Extent kv = {create.getKvLen(), type.getKvBlock(), "kv_len"};
+    Extent extents[] = {{create.getBatch(), 1, "batch"},
+                        {create.getHeads(), 1, "heads"},
+                        kvSide ? q : kv,
+                        kvSide ? kv : q};
+    for (int64_t d = 0; d < result.getRank() && d < 4; ++d) {
+      if (result.isDynamicDim(d))
+        continue;
+      if (failed(require(op, ShapeConstraint::Kind::Equal,
+                         fixed(result.getDimSize(d)),
+                         sizeOfIndex(extents[d].size), extents[d].block,
+                         "the result's dim " + std::to_string(d),
+                         (llvm::Twine("the mask's ") + extents[d].what).str())))
+        return failure();
+    }
+    return success();
+  }
+
+  LogicalResult addAttention(AttentionOp op) {
     if (!op.getOffsets().empty())
-      return; // A tile of a larger problem: its operands are slices.
+      return success(); // A tile of a larger problem: its operands are slices.
     Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
     Value out = op.getOutputs()[0], lse = op.getLogsumexpInit();
     name(q, "q");
@@ -112,6 +328,9 @@ public:
         }
       });
     }
+    if (op.getBlockMask())
+      return addBlockMaskUse(op);
+    return success();
   }
 
   void addSoftmax(SoftmaxOp op) {
@@ -155,15 +374,22 @@ mlir::attn::argumentDims(func::FuncOp func) {
   return dims;
 }
 
-ShapeContract mlir::attn::computeShapeContract(func::FuncOp func) {
+FailureOr<ShapeContract> mlir::attn::computeShapeContract(func::FuncOp func) {
   ContractBuilder builder(func);
-  if (!func.isExternal())
-    func.walk([&](Operation *op) {
+  if (!func.isExternal()) {
+    WalkResult walk = func.walk([&](Operation *op) {
+      LogicalResult added = success();
       if (auto attention = dyn_cast<AttentionOp>(op))
-        builder.addAttention(attention);
+        added = builder.addAttention(attention);
+      else if (auto field = dyn_cast<BlockMaskFieldOp>(op))
+        added = builder.addField(field);
       else if (auto softmax = dyn_cast<SoftmaxOp>(op))
         builder.addSoftmax(softmax);
+      return failed(added) ? WalkResult::interrupt() : WalkResult::advance();
     });
+    if (walk.wasInterrupted())
+      return failure();
+  }
   return builder.finish();
 }
 
@@ -173,11 +399,18 @@ DictionaryAttr mlir::attn::shapeContractToAttr(MLIRContext *context,
   SmallVector<Attribute> names, constraints;
   for (const std::string &name : contract.argNames)
     names.push_back(b.getStringAttr(name));
-  for (const ShapeConstraint &c : contract.constraints)
+  // [kind, [lhs arg, lhs dim, rhs arg, rhs dim (, rhs block)], what]; a
+  // fixed right side is [-1, size].
+  for (const ShapeConstraint &c : contract.constraints) {
+    SmallVector<int64_t> refs = {c.lhs.arg, c.lhs.dim,
+                                 c.rhsValue ? -1 : c.rhs.arg,
+                                 c.rhsValue ? *c.rhsValue : c.rhs.dim};
+    if (c.rhsBlock != 1)
+      refs.push_back(c.rhsBlock);
     constraints.push_back(b.getArrayAttr(
         {b.getStringAttr(ShapeConstraint::kindName(c.kind)),
-         b.getDenseI64ArrayAttr({c.lhs.arg, c.lhs.dim, c.rhs.arg, c.rhs.dim}),
-         b.getStringAttr(c.what)}));
+         b.getDenseI64ArrayAttr(refs), b.getStringAttr(c.what)}));
+  }
   return b.getDictionaryAttr(
       {b.getNamedAttr("names", b.getArrayAttr(names)),
        b.getNamedAttr("constraints", b.getArrayAttr(constraints))});
@@ -212,12 +445,22 @@ mlir::attn::shapeContractFromAttr(func::FuncOp func, DictionaryAttr attr) {
     auto refs = dyn_cast<DenseI64ArrayAttr>(fields[1]);
     auto what = dyn_cast<StringAttr>(fields[2]);
     ShapeConstraint c;
-    if (!kind || !refs || refs.size() != 4 || !what ||
+    if (!kind || !refs || refs.size() < 4 || refs.size() > 5 || !what ||
         !ShapeConstraint::parseKind(kind.str(), c.kind) ||
-        !inRange(refs[0], refs[1]) || !inRange(refs[2], refs[3]))
+        !inRange(refs[0], refs[1]))
       return failure();
     c.lhs = {refs[0], refs[1]};
-    c.rhs = {refs[2], refs[3]};
+    if (refs[2] == -1 && refs[3] >= 0)
+      c.rhsValue = refs[3];
+    else if (inRange(refs[2], refs[3]))
+      c.rhs = {refs[2], refs[3]};
+    else
+      return failure();
+    if (refs.size() == 5) {
+      if (refs[4] < 1)
+        return failure();
+      c.rhsBlock = refs[4];
+    }
     c.what = what.str();
     contract.constraints.push_back(c);
   }

@@ -741,3 +741,105 @@ func.func @f(%k: memref<?x128xbf16, strided<[256, 1]>>) {
   %map = attn.tensor_map %k box [128, 64] : memref<?x128xbf16, strided<[256, 1]>> -> !llvm.ptr
   return
 }
+
+// -----
+
+// Sizes past the i32 lists and the launch grid, or below zero.
+func.func @f() -> !attn.block_mask<q_block = 32, kv_block = 16> {
+  %c1 = arith.constant 1 : index
+  %m = arith.constant 300 : index
+  %n = arith.constant -1 : index
+  // expected-error @+1 {{'attn.create_block_mask' op expected kv_len to lie in [0, 2147483647], but it is -1}}
+  %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%m) kv_len(%n) : !attn.block_mask<q_block = 32, kv_block = 16>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %ge = arith.cmpi uge, %qi, %kv : index
+        attn.yield %ge : i1
+      }
+  return %bm : !attn.block_mask<q_block = 32, kv_block = 16>
+}
+
+// -----
+
+func.func @f(%n: index) -> !attn.block_mask<q_block = 16, kv_block = 16> {
+  %c1 = arith.constant 1 : index
+  %huge = arith.constant 9223372036854775807 : index
+  // expected-error @+1 {{'attn.create_block_mask' op expected heads to lie in [0, 2147483647], but it is 9223372036854775807}}
+  %bm = attn.create_block_mask batch(%c1) heads(%huge) q_len(%n) kv_len(%n) : !attn.block_mask<q_block = 16, kv_block = 16>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %ge = arith.cmpi uge, %qi, %kv : index
+        attn.yield %ge : i1
+      }
+  return %bm : !attn.block_mask<q_block = 16, kv_block = 16>
+}
+
+// -----
+
+// Regions compute in types every lowering has: not f8, not wider than i64.
+func.func @f(%q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: tensor<1x2x?x64xbf16>, %o: tensor<1x2x?x64xbf16>) -> tensor<1x2x?x64xbf16> {
+  %r = attn.attention ins(%q, %k, %v : tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16>)
+      outs(%o : tensor<1x2x?x64xbf16>)
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %qi: index, %kv: index):
+        // expected-error @+1 {{'arith.truncf' op computes with 'f8E4M3FN', but score_mod of 'attn.attention' may use only index, i1 to i64, f16, bf16, f32 and f64 values and ranked tensors of them}}
+        %t = arith.truncf %s : f32 to f8E4M3FN
+        %e = arith.extf %t : f8E4M3FN to f32
+        attn.yield %e : f32
+      }
+      -> tensor<1x2x?x64xbf16>
+  return %r : tensor<1x2x?x64xbf16>
+}
+
+// -----
+
+func.func @f(%table: tensor<3xf8E4M3FN>, %q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: tensor<1x2x?x64xbf16>, %o: tensor<1x2x?x64xbf16>) -> tensor<1x2x?x64xbf16> {
+  %r = attn.attention ins(%q, %k, %v : tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16>)
+      outs(%o : tensor<1x2x?x64xbf16>)
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %qi: index, %kv: index):
+        // expected-error @+1 {{'tensor.extract' op computes with 'tensor<3xf8E4M3FN>', but score_mod of 'attn.attention'}}
+        %x = tensor.extract %table[%h] : tensor<3xf8E4M3FN>
+        %e = arith.extf %x : f8E4M3FN to f32
+        %y = arith.addf %s, %e : f32
+        attn.yield %y : f32
+      }
+      -> tensor<1x2x?x64xbf16>
+  return %r : tensor<1x2x?x64xbf16>
+}
+
+// -----
+
+func.func @f(%n: index) -> !attn.block_mask<q_block = 16, kv_block = 16> {
+  %c1 = arith.constant 1 : index
+  %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%n) kv_len(%n) : !attn.block_mask<q_block = 16, kv_block = 16>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        // expected-error @+1 {{'arith.index_cast' op computes with 'i128', but mask_mod of 'attn.create_block_mask'}}
+        %w = arith.index_cast %qi : index to i128
+        %ge = arith.cmpi uge, %qi, %kv : index
+        attn.yield %ge : i1
+      }
+  return %bm : !attn.block_mask<q_block = 16, kv_block = 16>
+}
+
+// -----
+
+// Tables come from the function's arguments, not from inside the region.
+func.func @f(%q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: tensor<1x2x?x64xbf16>, %o: tensor<1x2x?x64xbf16>) -> tensor<1x2x?x64xbf16> {
+  %r = attn.attention ins(%q, %k, %v : tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16>)
+      outs(%o : tensor<1x2x?x64xbf16>)
+      mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %c3 = arith.constant 3 : index
+        %i = arith.remui %kv, %c3 : index
+        // expected-error @+1 {{'arith.constant' op makes a 'tensor<3xf32>' inside mask_mod of 'attn.attention'; a region reads tensors only from the function's arguments (pass the table as one)}}
+        %tab = arith.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+        %x = tensor.extract %tab[%i] : tensor<3xf32>
+        %c2 = arith.constant 2.0 : f32
+        %keep = arith.cmpf olt, %x, %c2 : f32
+        attn.yield %keep : i1
+      }
+      -> tensor<1x2x?x64xbf16>
+  return %r : tensor<1x2x?x64xbf16>
+}

@@ -541,7 +541,8 @@ int run(int argc, char **argv) {
   double err = relativeError(*host[3], refOut, finite);
   if (numArgs == 5) {
     bool lseFinite;
-    err = std::max(err, logsumexpError(*host[4], refLse, lseFinite));
+    double lseErr = logsumexpError(*host[4], refLse, lseFinite);
+    err = std::isnan(lseErr) ? lseErr : std::max(err, lseErr);
     finite &= lseFinite;
   }
   double tolerance =

@@ -104,6 +104,15 @@ Roles rolesOf(func::FuncOp func, attn::AttentionOp op) {
       fail("argument #" + llvm::Twine(arg.getArgNumber()) + " of @" +
            func.getName() +
            " is not a ranked tensor of f32/f16/bf16/i32/i64/index");
+    // Random lists would not be the mask_mod's blocks: every case would
+    // compare the kernel with a reference of another mask.
+    for (Operation *user : arg.getUsers())
+      if (isa<attn::MakeBlockMaskOp>(user))
+        fail("argument #" + llvm::Twine(arg.getArgNumber()) + " of @" +
+             func.getName() +
+             " is a list of attn.make_block_mask: attn-run fills no "
+             "block-mask lists; build the mask in the function with "
+             "attn.create_block_mask");
   }
   return roles;
 }
@@ -435,7 +444,7 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
     bool pass = finite && lseFinite && error <= allowed && lseError <= allowed;
     ++cases;
     failures += !pass;
-    worst = std::max({worst, error, lseError});
+    worst = worseError(worst, worseError(error, lseError));
     if (sweep.json) {
       llvm::outs() << llvm::formatv(
           "{{\"target\": \"{0}\", \"reference\": \"{1}\", ",

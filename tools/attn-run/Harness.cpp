@@ -8,6 +8,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cmath>
+#include <limits>
 
 #include <unistd.h>
 
@@ -121,6 +123,12 @@ double attn_run::invoke(attn::CpuKernel &kernel,
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now() - start)
       .count();
+}
+
+double attn_run::worseError(double a, double b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::numeric_limits<double>::quiet_NaN();
+  return std::max(a, b);
 }
 
 int attn_run::summarize(bool json, unsigned cases, unsigned failures,

@@ -69,6 +69,9 @@ std::vector<int64_t> sizesFor(const char *name, llvm::ArrayRef<int64_t> flag,
 double invoke(mlir::attn::CpuKernel &kernel,
               std::vector<std::unique_ptr<attn_runtime::HostTensor>> &buffers);
 
+/// The worse of two errors; NaN when either is (std::max would drop it).
+double worseError(double a, double b);
+
 /// Prints the summary line of a sweep (unless `json`); returns the exit
 /// code.
 int summarize(bool json, unsigned cases, unsigned failures, double worst,

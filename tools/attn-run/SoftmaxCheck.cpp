@@ -107,7 +107,7 @@ int attn_run::runSoftmax(attn::SoftmaxOp op, const SoftmaxSweep &sweep,
       bool pass = finite && error <= allowed;
       ++cases;
       failures += !pass;
-      worst = std::max(worst, error);
+      worst = worseError(worst, error);
       if (sweep.json)
         llvm::outs() << llvm::formatv(
             "{{\"target\": \"{7}\", \"op\": \"softmax\", \"rows\": {0}, "

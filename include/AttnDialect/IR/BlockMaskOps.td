@@ -23,7 +23,11 @@ def Attn_CreateBlockMaskOp : Attn_Op<"create_block_mask", [Pure]> {
     grid, block by block, and classifies each (q-block, kv-block) as empty,
     partial or full, giving the fields of `!attn.block_mask` (see the type).
     It never materializes the q_len x kv_len mask. Pass 1 as `batch` or
-    `heads` to build one mask shared by every batch or head.
+    `heads` to build one mask shared by every batch or head. Sizes lie in
+    [0, 2^31 - 1]; an attention that uses the mask needs q_len and kv_len
+    equal to its M and N, and batch and heads equal to its B and Hq or 1
+    (checked when the pipelines record the shape contract, at run time
+    where the sizes are dynamic).
 
     ```mlir
     %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%m) kv_len(%n)
@@ -43,6 +47,7 @@ def Attn_CreateBlockMaskOp : Attn_Op<"create_block_mask", [Pure]> {
     `batch` `(` $batch `)` `heads` `(` $heads `)` `q_len` `(` $q_len `)`
     `kv_len` `(` $kv_len `)` attr-dict `:` type($result) `mask_mod` $mask_mod
   }];
+  let hasVerifier = 1;
   let hasRegionVerifier = 1;
 }
 

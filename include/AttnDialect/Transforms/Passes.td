@@ -20,6 +20,15 @@ def RecordShapeContract
     shapes against it before running anything, so mismatched buffers are an
     error naming both arguments, never an out-of-bounds access.
 
+    A block mask must have been built for the attention that uses it, as in
+    FlexAttention: its batch and heads 1 or the attention's, the q_len and
+    kv_len of `attn.create_block_mask` the attention's M and N, the rows of
+    `attn.make_block_mask`'s lists at least M's q-blocks; a
+    `attn.block_mask_field` result's static sizes those of its mask. Sizes
+    that are constants or static are checked here, with an error at the op;
+    sizes that are dims of arguments become constraints of the contract;
+    any other size is an error, since nothing could check it.
+
     Also attaches `attn.computes`: one dictionary per attn op with what it
     computes (`op`, `dtype`; for attention `head_dim`, `value_head_dim`,
     `scale`, `causal`, `logsumexp`, `block_mask`, and for each `mask_mod` or

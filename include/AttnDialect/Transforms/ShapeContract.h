@@ -2,7 +2,8 @@
 //
 // The compiler's side of attn_runtime::ShapeContract: which dynamic sizes of
 // a function's arguments its attn ops tie together (Q/K/V/out/lse batch,
-// heads, lengths; GQA divisibility; captured tensors indexed by a position).
+// heads, lengths; GQA divisibility; captured tensors indexed by a position;
+// block masks built for the attention that uses them).
 // The runtime checks actual shapes against it before every launch.
 //
 //===----------------------------------------------------------------------===//
@@ -21,8 +22,12 @@ namespace mlir::attn {
 constexpr llvm::StringLiteral kShapeContractAttrName = "attn.shape_contract";
 
 /// The contract of `func`'s arguments from the attn ops that read and write
-/// them directly (operands that are block arguments of `func`).
-attn_runtime::ShapeContract computeShapeContract(func::FuncOp func);
+/// them directly (operands that are block arguments of `func`), and from
+/// the block masks its attention ops use: a mask's batch and heads are 1 or
+/// the attention's, its lengths (or rows) cover the attention's. Fails,
+/// with an error at the op, where fixed sizes disagree or a size is neither
+/// fixed nor an argument's dim, so that no check could hold it.
+FailureOr<attn_runtime::ShapeContract> computeShapeContract(func::FuncOp func);
 
 /// The contract as a dictionary attribute, and back (argDims come from the
 /// function's argument types, not the attribute). Failure when the

@@ -441,12 +441,20 @@ struct WriteKernelBundlePass
       if (succeeded(contract)) {
         w.out.attributeObject("shape_contract", [&] {
           w.out.attributeArray("constraints", [&] {
-            for (const attn_runtime::ShapeConstraint &c : contract->constraints)
-              w.out.value(llvm::json::Object{
+            for (const attn_runtime::ShapeConstraint &c :
+                 contract->constraints) {
+              llvm::json::Object entry{
                   {"kind", attn_runtime::ShapeConstraint::kindName(c.kind)},
                   {"lhs", llvm::json::Array{c.lhs.arg, c.lhs.dim}},
-                  {"rhs", llvm::json::Array{c.rhs.arg, c.rhs.dim}},
-                  {"what", c.what}});
+                  {"what", c.what}};
+              if (c.rhsValue)
+                entry["rhs_value"] = *c.rhsValue;
+              else
+                entry["rhs"] = llvm::json::Array{c.rhs.arg, c.rhs.dim};
+              if (c.rhsBlock != 1)
+                entry["rhs_block"] = c.rhsBlock;
+              w.out.value(std::move(entry));
+            }
           });
         });
       }

@@ -76,17 +76,16 @@ template <typename MathOp> struct ExactToLLVM : OpRewritePattern<MathOp> {
       return success();
     }
     // convert-gpu-to-nvvm refuses llvm.intr.fabs / sqrt (it wants
-    // libdevice), so f32 goes to the exact PTX instructions directly.
+    // libdevice), so f32 goes to the NVVM intrinsics of the exact PTX
+    // instructions. Not inline PTX: a constant operand would become an
+    // immediate ("n") constraint, which LLVM refuses for floats.
     if (!type.isF32())
       return rewriter.notifyMatchFailure(op, "only f32 has a PTX form here");
-    StringRef ptx = std::is_same_v<MathOp, math::AbsFOp>
-                        ? "abs.f32 $0, $1;"
-                        : "sqrt.rn.f32 $0, $1;";
-    rewriter.replaceOp(op, NVVM::InlinePtxOp::create(
-                               rewriter, op.getLoc(), TypeRange{type},
-                               ValueRange{op.getOperand()}, ValueRange{}, ptx,
-                               /*predicate=*/Value())
-                               .getResult(0));
+    rewriter.replaceOp(op, callIntrinsic(rewriter, op.getLoc(),
+                                         std::is_same_v<MathOp, math::AbsFOp>
+                                             ? "llvm.nvvm.fabs"
+                                             : "llvm.nvvm.sqrt.rn.f",
+                                         op.getOperand()));
     return success();
   }
 };
@@ -102,14 +101,14 @@ struct NumberMaxMinToPtx : OpRewritePattern<ArithOp> {
                                 PatternRewriter &rewriter) const override {
     if (!op.getType().isF32())
       return rewriter.notifyMatchFailure(op, "only f32 scalars");
-    StringRef ptx = std::is_same_v<ArithOp, arith::MaxNumFOp>
-                        ? "max.f32 $0, $1, $2;"
-                        : "min.f32 $0, $1, $2;";
-    rewriter.replaceOp(op, NVVM::InlinePtxOp::create(
-                               rewriter, op.getLoc(), TypeRange{op.getType()},
-                               ValueRange{op.getLhs(), op.getRhs()},
-                               ValueRange{}, ptx, /*predicate=*/Value())
-                               .getResult(0));
+    StringRef name = std::is_same_v<ArithOp, arith::MaxNumFOp>
+                         ? "llvm.nvvm.fmax.f"
+                         : "llvm.nvvm.fmin.f";
+    rewriter.replaceOp(
+        op, LLVM::CallIntrinsicOp::create(rewriter, op.getLoc(), op.getType(),
+                                          rewriter.getStringAttr(name),
+                                          ValueRange{op.getLhs(), op.getRhs()})
+                .getResult(0));
     return success();
   }
 };

@@ -28,3 +28,19 @@ func.func @f64(%x: f64) -> f64 {
   %a = math.exp2 %x : f64
   return %a : f64
 }
+
+// Exact ops become the intrinsics of their PTX instructions, not inline PTX:
+// a constant operand would be an immediate constraint LLVM refuses for f32.
+// CHECK-LABEL: func.func @exact_of_constants
+// CHECK: llvm.call_intrinsic "llvm.nvvm.sqrt.rn.f"(%[[C:.*]]) : (f32) -> f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.fabs"(%[[C]]) : (f32) -> f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.fmax.f"(%{{.*}}, %[[C]]) : (f32, f32) -> f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.fmin.f"(%{{.*}}, %[[C]]) : (f32, f32) -> f32
+func.func @exact_of_constants(%x: f32) -> (f32, f32, f32, f32) {
+  %c = arith.constant 0xFF800000 : f32
+  %a = math.sqrt %c : f32
+  %b = math.absf %c : f32
+  %d = arith.maxnumf %x, %c : f32
+  %e = arith.minnumf %x, %c : f32
+  return %a, %b, %d, %e : f32, f32, f32, f32
+}

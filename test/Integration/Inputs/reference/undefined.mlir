@@ -263,18 +263,3 @@ func.func @from_above(%q: tensor<1x1x?x16xf32>, %k: tensor<1x1x?x16xf32>,
       -> tensor<1x1x?x16xf32>
   return %r : tensor<1x1x?x16xf32>
 }
-
-// An integer wider than 64 bits.
-func.func @wide_int(%q: tensor<1x1x?x16xf32>, %k: tensor<1x1x?x16xf32>,
-    %v: tensor<1x1x?x16xf32>, %o: tensor<1x1x?x16xf32>) -> tensor<1x1x?x16xf32> {
-  %r = attn.attention ins(%q, %k, %v : tensor<1x1x?x16xf32>, tensor<1x1x?x16xf32>, tensor<1x1x?x16xf32>)
-      outs(%o : tensor<1x1x?x16xf32>)
-      mask_mod {
-      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
-        %w = arith.index_cast %qi : index to i128
-        %keep = arith.cmpi uge, %qi, %kv : index
-        attn.yield %keep : i1
-      }
-      -> tensor<1x1x?x16xf32>
-  return %r : tensor<1x1x?x16xf32>
-}
