@@ -2,8 +2,8 @@
 //
 // Each input is MLIR text. It is parsed and verified with every dialect
 // attn-opt knows; IR that verifies runs through attn-lower-to-cpu and
-// attn-lower-to-nvvm (to NVVM, short of PTX, which would spend the run in
-// LLVM's backend). Diagnostics are expected and dropped: only crashes,
+// attn-lower-to-nvvm for sm_90a and sm_90 (to NVVM, short of PTX, which
+// would spend the run in LLVM's backend). Diagnostics are expected and dropped: only crashes,
 // sanitizer reports, hangs and leaks are findings.
 //
 //===----------------------------------------------------------------------===//
@@ -73,9 +73,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   attn::CpuPipelineOptions cpu;
   cpu.boundsChecks = true;
   runPipeline(*module, cpu, attn::buildCpuPipeline);
-  attn::NvvmPipelineOptions nvvm;
-  nvvm.chip = "sm_90";
-  nvvm.until = "nvvm";
-  runPipeline(*module, nvvm, attn::buildNvvmPipeline);
+  // sm_90a is the H100's default (wgmma, warp specialization, TMA); sm_90
+  // takes the same IR to mma.sync.
+  for (const char *chip : {"sm_90a", "sm_90"}) {
+    attn::NvvmPipelineOptions nvvm;
+    nvvm.chip = chip;
+    nvvm.until = "nvvm";
+    runPipeline(*module, nvvm, attn::buildNvvmPipeline);
+  }
   return 0;
 }
