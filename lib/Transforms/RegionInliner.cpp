@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
@@ -192,7 +193,9 @@ void RegionInliner::cloneChecked(OpBuilder &builder, Operation &nested,
       return guardedDivision(builder, &nested, mapping, region);
   }
   if (checks == RegionChecks::None || nested.getNumRegions() == 0) {
-    builder.clone(nested, mapping);
+    Operation *copy = builder.clone(nested, mapping);
+    if (auto tanh = dyn_cast<math::TanhOp>(copy); tanh && approximateMath)
+      tanh.setFastmath(tanh.getFastmath() | arith::FastMathFlags::afn);
     return;
   }
   // Ops with regions (scf.if, ...) are copied op by op, so that reads and

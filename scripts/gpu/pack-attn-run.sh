@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Packs build/bin/attn-run with the shared libraries it needs (ours, MLIR,
-# LLVM and their dependencies, not the C/C++ runtime) into
+# Packs build/bin/attn-run and attn-opt with the shared libraries they need
+# (ours, MLIR, LLVM and their dependencies, not the C/C++ runtime) into
 # gpu-tools/attn-run.tar.xz (git-ignored), so that a GPU machine without
-# MLIR can run `attn-run --target=gpu` (compile and run in one tool); its
-# glibc must be at least as new as the build machine's.
+# MLIR can run `attn-run --target=gpu` (compile and run in one tool) and
+# fuzz/random_programs.py; its glibc must be at least as new as the build
+# machine's.
 # There: scripts/gpu/attn-run.sh, or by hand
 #        tar -xJf gpu-tools/attn-run.tar.xz -C /tmp &&
 #        LD_LIBRARY_PATH=/tmp/attn-run/lib /tmp/attn-run/bin/attn-run ...
@@ -11,8 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 stage=$(mktemp -d)/attn-run
 mkdir -p "$stage/bin" "$stage/lib" gpu-tools
-cp build/bin/attn-run "$stage/bin/"
-ldd build/bin/attn-run | awk '/=> \//{print $3}' |
+cp build/bin/attn-run build/bin/attn-opt "$stage/bin/"
+ldd build/bin/attn-run build/bin/attn-opt | awk '/=> \//{print $3}' | sort -u |
   grep -vE '/(libc|libm|libgcc_s|libstdc\+\+|libdl|libpthread|librt|libz3|libxml2|libicu.*)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 # libLLVM links Z3 (the static analyzer's solver) and libxml2 (Windows

@@ -31,9 +31,12 @@ enum class RegionChecks { None, HostReport, DeviceTrap };
 /// builder's insertion point.
 class RegionInliner {
 public:
-  RegionInliner(AttentionOp op, RegionChecks checks)
+  /// `approximateMath`: the regions' f32 math.tanh may use the GPU's
+  /// approximate instruction (marked `afn`), as f16/bf16 kernels can afford.
+  RegionInliner(AttentionOp op, RegionChecks checks,
+                bool approximateMath = false)
       : scoreModRegion(&op.getScoreMod()), maskModRegion(&op.getMaskMod()),
-        checks(checks) {}
+        checks(checks), approximateMath(approximateMath) {}
   RegionInliner(CreateBlockMaskOp op, RegionChecks checks)
       : maskModRegion(&op.getMaskMod()), checks(checks) {}
 
@@ -73,6 +76,7 @@ private:
   Region *scoreModRegion = nullptr;
   Region *maskModRegion = nullptr;
   RegionChecks checks;
+  bool approximateMath = false;
 };
 
 } // namespace attn

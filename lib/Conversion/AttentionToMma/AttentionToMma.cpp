@@ -185,8 +185,10 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
       return dims;
     };
     MmaKernel kernel{rewriter, loc, op, tiles,
-                     RegionInliner(op, boundsChecks ? RegionChecks::DeviceTrap
-                                                    : RegionChecks::None)};
+                     RegionInliner(op,
+                                   boundsChecks ? RegionChecks::DeviceTrap
+                                                : RegionChecks::None,
+                                   /*approximateMath=*/true)};
     kernel.query = query;
     kernel.key = key;
     kernel.value = value;

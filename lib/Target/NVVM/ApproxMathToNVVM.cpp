@@ -60,6 +60,57 @@ template <typename MathOp> struct ApproxF32 : OpRewritePattern<MathOp> {
   Builder build;
 };
 
+/// f32 tanh: PTX tanh.approx.f32 (2^-11 relative error, FlashAttention's
+/// soft-cap) where the op allows approximate functions (`afn`, which the
+/// f16/bf16 tensor-core kernels set), else within a few f32 ulps from
+/// ex2.approx: x (1 - x^2/3 + 2x^4/15 - 17x^6/315) below |x| = 1/16, where
+/// the Taylor terms left out are under 1e-11 relative, and
+/// sign(x) (1 - 2 / (e^(2|x|) + 1)) above.
+struct TanhF32 : OpRewritePattern<math::TanhOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(math::TanhOp op,
+                                PatternRewriter &b) const override {
+    if (!op.getType().isF32())
+      return b.notifyMatchFailure(op, "only f32 has approximations");
+    Location loc = op.getLoc();
+    Value x = op.getOperand();
+    if (arith::bitEnumContainsAll(op.getFastmath(),
+                                  arith::FastMathFlags::afn)) {
+      b.replaceOp(op, NVVM::InlinePtxOp::create(b, loc, TypeRange{x.getType()},
+                                                ValueRange{x}, ValueRange{},
+                                                "tanh.approx.f32 $0, $1;",
+                                                /*predicate=*/Value())
+                          .getResult(0));
+      return success();
+    }
+    auto c = [&](double v) { return f32Constant(b, loc, v); };
+    // Built from ops this walk will not visit again: the intrinsic for
+    // |x|, a select for the sign.
+    Value ax = callIntrinsic(b, loc, "llvm.nvvm.fabs", x);
+    Value x2 = arith::MulFOp::create(b, loc, x, x);
+    Value poly = arith::MulFOp::create(b, loc, x2, c(-17.0 / 315.0));
+    poly = arith::AddFOp::create(b, loc, poly, c(2.0 / 15.0));
+    poly = arith::MulFOp::create(b, loc, poly, x2);
+    poly = arith::AddFOp::create(b, loc, poly, c(-1.0 / 3.0));
+    poly = arith::MulFOp::create(b, loc, poly, x2);
+    poly = arith::MulFOp::create(b, loc, x, poly);
+    Value small = arith::AddFOp::create(b, loc, x, poly);
+    Value e = exp2Approx(b, loc, scaled(b, loc, ax, 2.0 * kLog2E));
+    Value frac = arith::DivFOp::create(
+        b, loc, c(2.0), arith::AddFOp::create(b, loc, e, c(1.0)));
+    Value magnitude = arith::SubFOp::create(b, loc, c(1.0), frac);
+    Value negative =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, c(0.0));
+    Value large = arith::SelectOp::create(
+        b, loc, negative, arith::NegFOp::create(b, loc, magnitude), magnitude);
+    Value isSmall = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, ax,
+                                          c(1.0 / 16.0));
+    b.replaceOpWithNewOp<arith::SelectOp>(op, isSmall, small, large);
+    return success();
+  }
+};
+
 /// Rewrites an exact math op on scalars to its LLVM intrinsic.
 template <typename MathOp> struct ExactToLLVM : OpRewritePattern<MathOp> {
   using OpRewritePattern<MathOp>::OpRewritePattern;
@@ -128,14 +179,7 @@ struct ApproxMathToNVVMPass
         ctx, [](PatternRewriter &b, Location loc, Value x) {
           return scaled(b, loc, log2Approx(b, loc, x), kLn2);
         });
-    patterns.add<ApproxF32<math::TanhOp>>(
-        ctx, [](PatternRewriter &b, Location loc, Value x) {
-          return NVVM::InlinePtxOp::create(b, loc, TypeRange{x.getType()},
-                                           ValueRange{x}, ValueRange{},
-                                           "tanh.approx.f32 $0, $1;",
-                                           /*predicate=*/Value())
-              .getResult(0);
-        });
+    patterns.add<TanhF32>(ctx);
     // fma is exact either way; lowered here so no libdevice call remains.
     patterns.add<ApproxF32<math::FmaOp>>(ctx, nullptr);
     // Exact ops that convert-gpu-to-nvvm leaves alone (absi) or sends to

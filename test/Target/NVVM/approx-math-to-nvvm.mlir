@@ -14,11 +14,28 @@
 func.func @f32(%x: f32, %y: f32) -> (f32, f32, f32, f32, f32, f32) {
   %a = math.exp2 %x : f32
   %b = math.log2 %x : f32
-  %c = math.tanh %x : f32
+  %c = math.tanh %x fastmath<afn> : f32
   %d = math.exp %x : f32
   %e = math.log %x : f32
   %f = math.fma %x, %y, %x : f32
   return %a, %b, %c, %d, %e, %f : f32, f32, f32, f32, f32, f32
+}
+
+// Without `afn` (f32 attention, whose tolerance tanh.approx's 2^-11 would
+// exceed), tanh is computed from ex2.approx: a Taylor polynomial below
+// |x| = 1/16, 1 - 2 / (e^(2|x|) + 1) with x's sign above.
+// CHECK-LABEL: func.func @tanh_precise
+// CHECK-NOT: inline_ptx
+// CHECK: %[[AX:.*]] = llvm.call_intrinsic "llvm.nvvm.fabs"(%[[X:.*]]) : (f32) -> f32
+// CHECK: arith.constant -0.0539682545 : f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK: arith.divf
+// CHECK: %[[NEG:.*]] = arith.cmpf olt, %[[X]],
+// CHECK: %[[SMALL:.*]] = arith.cmpf olt, %[[AX]],
+// CHECK: arith.select %[[SMALL]]
+func.func @tanh_precise(%x: f32) -> f32 {
+  %a = math.tanh %x : f32
+  return %a : f32
 }
 
 // Other types are left to the usual lowering.

@@ -30,15 +30,21 @@ def ApproxMathToNVVM : Pass<"attn-approx-math-to-nvvm"> {
   let summary = "f32 exp2 / log2 / tanh to the GPU's approximate instructions";
   let description = [{
     Rewrites f32 `math.exp2` to `llvm.nvvm.ex2.approx.ftz` and `math.log2`
-    to `llvm.nvvm.lg2.approx.ftz` (as `llvm.call_intrinsic`), and
-    `math.tanh` to PTX `tanh.approx.f32` (sm_75+, Gemma 2's soft-capping),
-    as FlashAttention does, and f32 `math.fma` to `llvm.intr.fma`.
-    `math.exp` and `math.log` become exp2(x * log2(e)) and log2(x) * ln(2)
-    first. The exact scalar ops a region may use that `convert-gpu-to-nvvm`
-    leaves alone or sends to libdevice become LLVM intrinsics: `math.absi`
-    (with |INT_MIN| = INT_MIN, as on the CPU), and f32 `math.absf` and
-    `math.sqrt`, `arith.maxnumf` and `arith.minnumf` (PTX `abs.f32`,
-    `sqrt.rn.f32`, `max.f32`, `min.f32`).
+    to `llvm.nvvm.lg2.approx.ftz` (as `llvm.call_intrinsic`), and f32
+    `math.fma` to `llvm.intr.fma`. `math.exp` and `math.log` become
+    exp2(x * log2(e)) and log2(x) * ln(2) first. f32 `math.tanh` marked
+    `afn` becomes PTX `tanh.approx.f32` (sm_75+, 2^-11 relative error,
+    Gemma 2's soft-capping as FlashAttention computes it; the f16/bf16
+    tensor-core kernels mark their regions' tanh so); without `afn` it is
+    computed from ex2.approx within a few f32 ulps (a Taylor polynomial
+    below |x| = 1/16, 1 - 2 / (e^(2|x|) + 1) with x's sign above). The
+    exact scalar ops a region may use that `convert-gpu-to-nvvm` leaves
+    alone or sends to libdevice become LLVM intrinsics: `math.absi` (with
+    |INT_MIN| = INT_MIN, as on the CPU), and f32 `math.absf`, `math.sqrt`,
+    `arith.maxnumf` and `arith.minnumf` (the NVVM intrinsics of PTX
+    `abs.f32`, `sqrt.rn.f32`, `max.f32`, `min.f32`; not inline PTX, which
+    would make a constant operand an immediate that LLVM refuses for
+    floats).
     Run it on `gpu.module`s before `convert-gpu-to-nvvm`, which would
     otherwise call CUDA's libdevice: producing PTX then needs no CUDA
     toolkit.
