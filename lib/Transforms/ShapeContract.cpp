@@ -64,6 +64,9 @@ public:
     enum class Kind { Unknown, Fixed, Dim } kind = Kind::Unknown;
     int64_t value = 0;
     DimRef dim;
+    /// An unknown size that is a dim of some tensor: equal to itself.
+    Value tensor;
+    int64_t tensorDim = -1;
   };
   static Size fixed(int64_t value) { return {Size::Kind::Fixed, value, {}}; }
 
@@ -73,7 +76,10 @@ public:
       return fixed(type.getDimSize(d));
     if (int64_t arg = argOf(tensor); arg >= 0)
       return {Size::Kind::Dim, 0, {arg, d}};
-    return {};
+    Size unknown;
+    unknown.tensor = tensor;
+    unknown.tensorDim = d;
+    return unknown;
   }
   Size sizeOfIndex(Value index) {
     APInt constant;
@@ -101,6 +107,18 @@ public:
         text += " in blocks of " + std::to_string(rhsBlock);
       return text;
     };
+    // The same dim of the same tensor agrees with itself, known or not.
+    bool sameDim =
+        lhs.kind == rhs.kind &&
+        (lhs.kind == Size::Kind::Dim ? lhs.dim == rhs.dim
+                                     : lhs.tensor && lhs.tensor == rhs.tensor &&
+                                           lhs.tensorDim == rhs.tensorDim);
+    if (sameDim && rhsBlock == 1 && kind != Kind::MultipleOf)
+      return success();
+    // A block mask of extent 1 serves every batch (head), known or not.
+    if (kind == Kind::OneOrEqual && lhs.kind == Size::Kind::Fixed &&
+        lhs.value == 1)
+      return success();
     if (lhs.kind == Size::Kind::Unknown || rhs.kind == Size::Kind::Unknown)
       return op->emitOpError()
              << "cannot check that " << lhsWhat << " is "
@@ -116,10 +134,6 @@ public:
              << ShapeConstraint::relationText(kind) << rhsText() << " (" << r
              << "), but it is " << lhs.value;
     }
-    // A size against itself holds for every relation but MultipleOf's 0.
-    if (lhs.kind == Size::Kind::Dim && rhs.kind == Size::Kind::Dim &&
-        lhs.dim == rhs.dim && rhsBlock == 1 && kind != Kind::MultipleOf)
-      return success();
     ShapeConstraint c;
     c.kind = kind;
     c.rhsBlock = rhsBlock;
@@ -139,8 +153,6 @@ public:
       if (kind == Kind::AtLeast) { // l >= ceil(r / block) iff r <= l * block
         c.kind = Kind::AtMost;
         c.rhsValue = l * rhsBlock;
-      } else if (kind == Kind::OneOrEqual && l == 1) {
-        return success();
       } else if ((kind == Kind::Equal || kind == Kind::OneOrEqual) &&
                  rhsBlock == 1) {
         c.kind = Kind::Equal;

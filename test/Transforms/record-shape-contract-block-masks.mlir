@@ -110,3 +110,35 @@ func.func @static_lists(%q: tensor<1x1x?x64xf16>, %k: tensor<1x1x?x64xf16>,
       -> tensor<1x1x?x64xf16>
   return %r : tensor<1x1x?x64xf16>
 }
+
+// -----
+
+// A query computed in the function: no argument's dim to check, but a mask
+// sized by that very query's dims agrees with it.
+// CHECK-LABEL: func.func @computed_query
+// CHECK-SAME: attn.shape_contract
+func.func @computed_query(%qa: tensor<?x?x?x64xf16>, %k: tensor<?x?x?x64xf16>,
+    %v: tensor<?x?x?x64xf16>, %o: tensor<?x?x?x64xf16>) -> tensor<?x?x?x64xf16> {
+  %q = tensor.cast %qa : tensor<?x?x?x64xf16> to tensor<?x?x?x64xf16>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %b = tensor.dim %q, %c0 : tensor<?x?x?x64xf16>
+  %m = tensor.dim %q, %c2 : tensor<?x?x?x64xf16>
+  %n = tensor.dim %k, %c2 : tensor<?x?x?x64xf16>
+  %bm = attn.create_block_mask batch(%b) heads(%c1) q_len(%m) kv_len(%n) : !attn.block_mask<q_block = 128, kv_block = 128>
+      mask_mod {
+      ^bb0(%bb: index, %hh: index, %qi: index, %kv: index):
+        %keep = arith.cmpi uge, %qi, %kv : index
+        attn.yield %keep : i1
+      }
+  %r = attn.attention ins(%q, %k, %v : tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>)
+      outs(%o : tensor<?x?x?x64xf16>) block_mask(%bm : !attn.block_mask<q_block = 128, kv_block = 128>)
+      mask_mod {
+      ^bb0(%bb: index, %hh: index, %qi: index, %kv: index):
+        %keep = arith.cmpi uge, %qi, %kv : index
+        attn.yield %keep : i1
+      }
+      -> tensor<?x?x?x64xf16>
+  return %r : tensor<?x?x?x64xf16>
+}
