@@ -6,8 +6,11 @@ written by `attn-opt ... --attn-write-kernel-bundle` with the runtime-only
 attn Python package (attn.Kernel: the runtime's reader and launcher, built
 with -DATTN_RUNTIME_ONLY=ON, see scripts/gpu/round.sh), runs it on PyTorch
 tensors for each problem size, and compares the output with a float64
-PyTorch reference. Inputs are fresh random tensors, the output is poisoned
-with NaN first. The dtype, causal, the sliding window and the logsumexp come
+PyTorch reference: f16/bf16 outputs may err at most 1.25 times what an
+FA2-class peer errs on the same inputs (reference.verdict; SDPA flash, or a
+float32 kernel that rounds P as attn does where flash cannot run the
+problem). Inputs are fresh random tensors, the output is poisoned with NaN
+first. The dtype, causal, the sliding window and the logsumexp come
 from what the bundle records; the flags, when given, must agree with it.
 
   python3 bench/gpu_check.py BUNDLE_DIR/NAME-bundle.json [--causal] ...
