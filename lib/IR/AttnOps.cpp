@@ -115,7 +115,7 @@ static std::string typeListString(TypeRange types) {
 }
 
 /// A scalar type every lowering of a region can compute in, or a ranked
-/// tensor of one (a captured or constant table).
+/// tensor of one (a table captured from the function's arguments).
 static bool isRegionComputableType(Type type) {
   if (auto tensor = dyn_cast<RankedTensorType>(type))
     type = tensor.getElementType();
