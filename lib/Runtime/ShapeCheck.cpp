@@ -4,27 +4,47 @@
 
 using namespace attn_runtime;
 
+namespace {
+
+/// Each kind's bundle spelling and its relation in messages.
+struct KindText {
+  ShapeConstraint::Kind kind;
+  const char *name;
+  const char *relation;
+};
+constexpr KindText kKindTexts[] = {
+    {ShapeConstraint::Kind::Equal, "equal", ""},
+    {ShapeConstraint::Kind::MultipleOf, "multiple_of", "a multiple of "},
+    {ShapeConstraint::Kind::AtLeast, "at_least", "at least "},
+    {ShapeConstraint::Kind::AtMost, "at_most", "at most "},
+    {ShapeConstraint::Kind::OneOrEqual, "one_or_equal", "1 or "},
+};
+
+const KindText *textOf(ShapeConstraint::Kind kind) {
+  for (const KindText &text : kKindTexts)
+    if (text.kind == kind)
+      return &text;
+  return nullptr;
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string text;
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? "x" : "") + std::to_string(shape[d]);
+  return text.empty() ? "a scalar" : text;
+}
+
+} // namespace
+
 const char *ShapeConstraint::kindName(Kind kind) {
-  switch (kind) {
-  case Kind::Equal:
-    return "equal";
-  case Kind::MultipleOf:
-    return "multiple_of";
-  case Kind::AtLeast:
-    return "at_least";
-  case Kind::AtMost:
-    return "at_most";
-  case Kind::OneOrEqual:
-    return "one_or_equal";
-  }
-  return "?";
+  const KindText *text = textOf(kind);
+  return text ? text->name : "?";
 }
 
 bool ShapeConstraint::parseKind(const std::string &name, Kind &kind) {
-  for (Kind k : {Kind::Equal, Kind::MultipleOf, Kind::AtLeast, Kind::AtMost,
-                 Kind::OneOrEqual})
-    if (name == kindName(k)) {
-      kind = k;
+  for (const KindText &text : kKindTexts)
+    if (name == text.name) {
+      kind = text.kind;
       return true;
     }
   return false;
@@ -48,19 +68,8 @@ bool ShapeConstraint::holds(Kind kind, int64_t a, int64_t b) {
 }
 
 const char *ShapeConstraint::relationText(Kind kind) {
-  switch (kind) {
-  case Kind::Equal:
-    return "";
-  case Kind::MultipleOf:
-    return "a multiple of ";
-  case Kind::AtLeast:
-    return "at least ";
-  case Kind::AtMost:
-    return "at most ";
-  case Kind::OneOrEqual:
-    return "1 or ";
-  }
-  return "";
+  const KindText *text = textOf(kind);
+  return text ? text->relation : "";
 }
 
 std::string ShapeContract::argName(int64_t arg) const {
@@ -69,17 +78,6 @@ std::string ShapeContract::argName(int64_t arg) const {
     return argNames[arg];
   return "argument " + std::to_string(arg);
 }
-
-namespace {
-
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string text;
-  for (size_t d = 0; d < shape.size(); ++d)
-    text += (d ? "x" : "") + std::to_string(shape[d]);
-  return text.empty() ? "a scalar" : text;
-}
-
-} // namespace
 
 std::string
 ShapeContract::check(const std::vector<std::vector<int64_t>> &shapes,

@@ -20,9 +20,11 @@ using namespace mlir::attn;
 
 namespace {
 
-Value callIntrinsic(PatternRewriter &b, Location loc, StringRef name, Value x) {
-  return LLVM::CallIntrinsicOp::create(b, loc, x.getType(),
-                                       b.getStringAttr(name), ValueRange{x})
+/// A call of the intrinsic `name` on `args`, of the first one's type.
+Value callIntrinsic(PatternRewriter &b, Location loc, StringRef name,
+                    ValueRange args) {
+  return LLVM::CallIntrinsicOp::create(b, loc, args[0].getType(),
+                                       b.getStringAttr(name), args)
       .getResult(0);
 }
 
@@ -141,11 +143,11 @@ template <typename MathOp> struct ExactToLLVM : OpRewritePattern<MathOp> {
   }
 };
 
-/// f32 maxnumf / minnumf (the non-NaN operand wins) to PTX max.f32 /
-/// min.f32, which have those semantics; convert-gpu-to-nvvm would call
-/// libdevice's fmaxf / fminf.
+/// f32 maxnumf / minnumf (the non-NaN operand wins) to the intrinsics of
+/// PTX max.f32 / min.f32, which have those semantics; convert-gpu-to-nvvm
+/// would call libdevice's fmaxf / fminf.
 template <typename ArithOp>
-struct NumberMaxMinToPtx : OpRewritePattern<ArithOp> {
+struct NumberMaxMinToNVVM : OpRewritePattern<ArithOp> {
   using OpRewritePattern<ArithOp>::OpRewritePattern;
 
   LogicalResult matchAndRewrite(ArithOp op,
@@ -155,11 +157,8 @@ struct NumberMaxMinToPtx : OpRewritePattern<ArithOp> {
     StringRef name = std::is_same_v<ArithOp, arith::MaxNumFOp>
                          ? "llvm.nvvm.fmax.f"
                          : "llvm.nvvm.fmin.f";
-    rewriter.replaceOp(
-        op, LLVM::CallIntrinsicOp::create(rewriter, op.getLoc(), op.getType(),
-                                          rewriter.getStringAttr(name),
-                                          ValueRange{op.getLhs(), op.getRhs()})
-                .getResult(0));
+    rewriter.replaceOp(op, callIntrinsic(rewriter, op.getLoc(), name,
+                                         {op.getLhs(), op.getRhs()}));
     return success();
   }
 };
@@ -184,9 +183,10 @@ struct ApproxMathToNVVMPass
     patterns.add<ApproxF32<math::FmaOp>>(ctx, nullptr);
     // Exact ops that convert-gpu-to-nvvm leaves alone (absi) or sends to
     // libdevice (sqrt, absf): LLVM intrinsics that NVPTX selects directly.
-    patterns.add<ExactToLLVM<math::AbsIOp>, ExactToLLVM<math::AbsFOp>,
-                 ExactToLLVM<math::SqrtOp>, NumberMaxMinToPtx<arith::MaxNumFOp>,
-                 NumberMaxMinToPtx<arith::MinNumFOp>>(ctx);
+    patterns
+        .add<ExactToLLVM<math::AbsIOp>, ExactToLLVM<math::AbsFOp>,
+             ExactToLLVM<math::SqrtOp>, NumberMaxMinToNVVM<arith::MaxNumFOp>,
+             NumberMaxMinToNVVM<arith::MinNumFOp>>(ctx);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
