@@ -24,9 +24,12 @@ struct CudaDriver::Api {
   int (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
                         unsigned, unsigned, unsigned, void *, void **, void **);
   int (*cuCtxSynchronize)();
+  int (*cuStreamCreate)(void **, unsigned);
+  int (*cuStreamDestroy)(void *);
+  int (*cuStreamSynchronize)(void *);
+  int (*cuMemsetD8Async)(uint64_t, unsigned char, size_t, void *);
   int (*cuMemAlloc)(uint64_t *, size_t);
   int (*cuMemFree)(uint64_t);
-  int (*cuMemsetD8)(uint64_t, unsigned char, size_t);
   int (*cuMemcpyHtoD)(uint64_t, const void *, size_t);
   int (*cuMemcpyDtoH)(void *, uint64_t, size_t);
   int (*cuEventCreate)(void **, unsigned);
@@ -41,9 +44,10 @@ struct CudaDriver::Api {
 };
 
 CudaDriver::~CudaDriver() {
-  for (uint64_t buffer : {workspace_, scratch_})
-    if (buffer)
-      free(buffer);
+  for (const auto &entry : streamBuffers)
+    for (uint64_t buffer : {entry.second.workspace, entry.second.scratch})
+      if (buffer)
+        free(buffer);
   delete api;
   if (library)
     dlclose(library);
@@ -91,7 +95,10 @@ bool CudaDriver::open(std::string &error) {
   load(api->cuCtxSynchronize, "cuCtxSynchronize");
   load(api->cuMemAlloc, "cuMemAlloc_v2");
   load(api->cuMemFree, "cuMemFree_v2");
-  load(api->cuMemsetD8, "cuMemsetD8_v2");
+  load(api->cuStreamCreate, "cuStreamCreate");
+  load(api->cuStreamDestroy, "cuStreamDestroy_v2");
+  load(api->cuStreamSynchronize, "cuStreamSynchronize");
+  load(api->cuMemsetD8Async, "cuMemsetD8Async");
   load(api->cuMemcpyHtoD, "cuMemcpyHtoD_v2");
   load(api->cuMemcpyDtoH, "cuMemcpyDtoH_v2");
   load(api->cuEventCreate, "cuEventCreate");
@@ -133,6 +140,8 @@ bool CudaDriver::open(std::string &error) {
 bool CudaDriver::loadModule(const Binary &binary, void *&module,
                             std::string &error) {
   // PTX must be NUL-terminated for the JIT.
+  if (!bind(error))
+    return false;
   std::string image = binary.image;
   if (binary.format == "ptx")
     image.push_back('\0');
@@ -191,7 +200,8 @@ bool CudaDriver::reserveSharedMemory(void *function, int64_t bytes,
 
 bool CudaDriver::launch(void *function, const int64_t grid[3],
                         const int64_t block[3], int64_t sharedBytes,
-                        const std::vector<Param> &params, std::string &error) {
+                        const std::vector<Param> &params, std::string &error,
+                        void *stream) {
   // cuLaunchKernel takes unsigned sizes: larger ones must not wrap around.
   if (sharedBytes < 0 || sharedBytes > 0x7fffffff) {
     error = "invalid launch: " + std::to_string(sharedBytes) +
@@ -224,7 +234,7 @@ bool CudaDriver::launch(void *function, const int64_t grid[3],
           static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),
           static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
           static_cast<unsigned>(block[2]), static_cast<unsigned>(sharedBytes),
-          nullptr, pointers.data(), nullptr),
+          stream, pointers.data(), nullptr),
       "cuLaunchKernel", error);
 }
 
@@ -240,36 +250,38 @@ bool CudaDriver::loadKernel(const Bundle &bundle, const Launch &launch,
          getFunction(module, launch.kernel, kernel, error);
 }
 
-bool CudaDriver::grow(uint64_t &address, int64_t &size, int64_t bytes,
-                      bool zero, const char *what, std::string &error) {
+bool CudaDriver::bind(std::string &error) {
+  return check(api->cuCtxSetCurrent(context), "cuCtxSetCurrent", error);
+}
+
+StreamBuffers CudaDriver::buffers(void *stream) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = streamBuffers.find(stream);
+  return found == streamBuffers.end() ? StreamBuffers() : found->second;
+}
+
+bool CudaDriver::grow(void *stream, uint64_t &address, int64_t &size,
+                      int64_t bytes, bool zero, const char *what,
+                      std::string &error) {
   if (bytes <= size)
     return true;
-  // Kernels in flight may use the old buffer.
-  if (address && (!synchronize(error) || !free(address))) {
+  // Kernels queued on the stream may use the old buffer; no other stream
+  // uses it.
+  if (address && (!synchronize(stream, error) || !free(address))) {
     error = std::string("cannot free the old ") + what + ": " + error;
     return false;
   }
   address = 0;
   size = 0;
   if (!allocate(bytes, address, error) ||
-      (zero &&
-       !check(api->cuMemsetD8(address, 0, bytes), "cuMemsetD8", error))) {
+      (zero && !check(api->cuMemsetD8Async(address, 0, bytes, stream),
+                      "cuMemsetD8Async", error))) {
     error = std::string("cannot allocate a ") + what + " of " +
             std::to_string(bytes) + " bytes: " + error;
     return false;
   }
   size = bytes;
   return true;
-}
-
-bool CudaDriver::reserveWorkspace(int64_t bytes, std::string &error) {
-  return grow(workspace_, workspaceBytes_, bytes, /*zero=*/true, "workspace",
-              error);
-}
-
-bool CudaDriver::reserveScratch(int64_t bytes, std::string &error) {
-  return grow(scratch_, scratchBytes_, bytes, /*zero=*/false, "scratch buffer",
-              error);
 }
 
 bool CudaDriver::encodeTensorMap(const TensorMapRequest &request,
@@ -336,9 +348,10 @@ bool CudaDriver::encodeTensorMap(const TensorMapRequest &request,
   return true;
 }
 
-bool CudaDriver::prepare(const Launch &launch, void *kernel,
-                         const std::vector<Argument> &args,
-                         PreparedLaunch &prepared, std::string &error) {
+bool CudaDriver::prepareLaunch(const Launch &launch, void *kernel,
+                               const std::vector<Argument> &args,
+                               const StreamBuffers &buffers,
+                               PreparedLaunch &prepared, std::string &error) {
   prepared.kernel = kernel;
   Environment environment;
   environment.smCount = smCount_;
@@ -346,18 +359,10 @@ bool CudaDriver::prepare(const Launch &launch, void *kernel,
                                        unsigned char *map, std::string &why) {
     return encodeTensorMap(request, map, why);
   };
-  int64_t workspaceBytes = 0, scratchBytes = 0;
-  if (!evaluateIndex(launch.workspaceBytes, args, workspaceBytes, error,
-                     &environment) ||
-      !reserveWorkspace(workspaceBytes, error) ||
-      !evaluateIndex(launch.scratchBytes, args, scratchBytes, error,
-                     &environment) ||
-      !reserveScratch(scratchBytes, error))
-    return false;
-  environment.workspace = workspace_;
-  environment.workspaceBytes = workspaceBytes_;
-  environment.scratch = scratch_;
-  environment.scratchBytes = scratchBytes_;
+  environment.workspace = buffers.workspace;
+  environment.workspaceBytes = buffers.workspaceBytes;
+  environment.scratch = buffers.scratch;
+  environment.scratchBytes = buffers.scratchBytes;
   for (int d = 0; d < 3; ++d)
     if (!evaluateIndex(launch.grid[d], args, prepared.grid[d], error,
                        &environment) ||
@@ -370,11 +375,40 @@ bool CudaDriver::prepare(const Launch &launch, void *kernel,
          launch.params(args, prepared.params, error, &environment);
 }
 
+bool CudaDriver::prepareLocked(PreparedCall &call, std::string &error) {
+  const Function &function = *call.function;
+  Environment environment;
+  environment.smCount = smCount_;
+  int64_t workspaceBytes = 0, scratchBytes = 0;
+  for (const Launch &launch : function.launches) {
+    int64_t workspace = 0, scratch = 0;
+    if (!evaluateIndex(launch.workspaceBytes, call.args, workspace, error,
+                       &environment) ||
+        !evaluateIndex(launch.scratchBytes, call.args, scratch, error,
+                       &environment))
+      return false;
+    workspaceBytes = std::max(workspaceBytes, workspace);
+    scratchBytes = std::max(scratchBytes, scratch);
+  }
+  StreamBuffers &buffers = streamBuffers[call.stream];
+  if (!grow(call.stream, buffers.workspace, buffers.workspaceBytes,
+            workspaceBytes, /*zero=*/true, "workspace", error) ||
+      !grow(call.stream, buffers.scratch, buffers.scratchBytes, scratchBytes,
+            /*zero=*/false, "scratch buffer", error))
+    return false;
+  call.buffers = buffers;
+  call.launches.assign(call.kernels.size(), PreparedLaunch());
+  for (size_t i = 0; i < call.kernels.size(); ++i)
+    if (!prepareLaunch(function.launches[i], call.kernels[i], call.args,
+                       buffers, call.launches[i], error))
+      return false;
+  return true;
+}
+
 bool CudaDriver::prepare(const Function &function,
                          const std::vector<void *> &kernels,
-                         const std::vector<Argument> &args,
-                         std::vector<PreparedLaunch> &prepared,
-                         std::string &error) {
+                         const std::vector<Argument> &args, PreparedCall &call,
+                         std::string &error, void *stream) {
   if (kernels.size() != function.launches.size()) {
     error = "@" + function.name + " has " +
             std::to_string(function.launches.size()) + " launches, but " +
@@ -387,56 +421,97 @@ bool CudaDriver::prepare(const Function &function,
   error = function.checkArguments(shapes);
   if (!error.empty())
     return false;
-  Environment environment;
-  environment.smCount = smCount_;
-  int64_t workspaceBytes = 0, scratchBytes = 0;
-  for (const Launch &launch : function.launches) {
-    int64_t workspace = 0, scratch = 0;
-    if (!evaluateIndex(launch.workspaceBytes, args, workspace, error,
-                       &environment) ||
-        !evaluateIndex(launch.scratchBytes, args, scratch, error, &environment))
-      return false;
-    workspaceBytes = std::max(workspaceBytes, workspace);
-    scratchBytes = std::max(scratchBytes, scratch);
-  }
-  if (!reserveWorkspace(workspaceBytes, error) ||
-      !reserveScratch(scratchBytes, error))
+  call.function = &function;
+  call.kernels = kernels;
+  call.args = args;
+  call.stream = stream;
+  std::lock_guard<std::mutex> lock(mutex);
+  return bind(error) && prepareLocked(call, error);
+}
+
+bool CudaDriver::launch(PreparedCall &call, std::string &error) {
+  if (!call.function) {
+    error = "the call was not prepared";
     return false;
-  prepared.assign(kernels.size(), PreparedLaunch());
-  for (size_t i = 0; i < kernels.size(); ++i)
-    if (!prepare(function.launches[i], kernels[i], args, prepared[i], error))
+  }
+  // Held until every launch is queued, so that no other call grows (and
+  // frees) the buffers these launches were given before they are queued.
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!bind(error))
+    return false;
+  if (streamBuffers[call.stream] != call.buffers && !prepareLocked(call, error))
+    return false;
+  for (const PreparedLaunch &p : call.launches)
+    if (!launch(p.kernel, p.grid, p.block, p.sharedBytes, p.params, error,
+                call.stream))
       return false;
   return true;
 }
 
+bool CudaDriver::synchronize(void *stream, std::string &error) {
+  return bind(error) &&
+         check(api->cuStreamSynchronize(stream), "cuStreamSynchronize", error);
+}
+
+bool CudaDriver::createStream(void *&stream, std::string &error) {
+  // CU_STREAM_NON_BLOCKING = 1
+  return bind(error) &&
+         check(api->cuStreamCreate(&stream, 1), "cuStreamCreate", error);
+}
+
+void CudaDriver::destroyStream(void *stream) {
+  std::string error;
+  if (!bind(error))
+    return;
+  {
+    // Its buffers go with it, once its kernels are done with them.
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = streamBuffers.find(stream);
+    if (found != streamBuffers.end()) {
+      api->cuStreamSynchronize(stream);
+      for (uint64_t buffer : {found->second.workspace, found->second.scratch})
+        if (buffer)
+          free(buffer);
+      streamBuffers.erase(found);
+    }
+  }
+  api->cuStreamDestroy(stream);
+}
+
 bool CudaDriver::synchronize(std::string &error) {
-  return check(api->cuCtxSynchronize(), "cuCtxSynchronize", error);
+  return bind(error) &&
+         check(api->cuCtxSynchronize(), "cuCtxSynchronize", error);
 }
 
 bool CudaDriver::allocate(size_t bytes, uint64_t &address, std::string &error) {
-  return check(api->cuMemAlloc(&address, bytes ? bytes : 1),
+  return bind(error) &&
+         check(api->cuMemAlloc(&address, bytes ? bytes : 1),
                ("cuMemAlloc(" + std::to_string(bytes) + " bytes)").c_str(),
                error);
 }
 
 bool CudaDriver::free(uint64_t address) {
-  return api && api->cuMemFree(address) == 0;
+  std::string error;
+  return api && bind(error) && api->cuMemFree(address) == 0;
 }
 
 bool CudaDriver::copyToDevice(uint64_t address, const void *host, size_t bytes,
                               std::string &error) {
-  return check(api->cuMemcpyHtoD(address, host, bytes), "cuMemcpyHtoD", error);
+  return bind(error) &&
+         check(api->cuMemcpyHtoD(address, host, bytes), "cuMemcpyHtoD", error);
 }
 
 bool CudaDriver::copyToHost(void *host, uint64_t address, size_t bytes,
                             std::string &error) {
-  return check(api->cuMemcpyDtoH(host, address, bytes), "cuMemcpyDtoH", error);
+  return bind(error) &&
+         check(api->cuMemcpyDtoH(host, address, bytes), "cuMemcpyDtoH", error);
 }
 
 bool CudaDriver::timeMs(const std::function<bool(std::string &)> &run,
                         float &ms, std::string &error) {
   void *start = nullptr, *stop = nullptr;
-  bool ok = check(api->cuEventCreate(&start, 0), "cuEventCreate", error) &&
+  bool ok = bind(error) &&
+            check(api->cuEventCreate(&start, 0), "cuEventCreate", error) &&
             check(api->cuEventCreate(&stop, 0), "cuEventCreate", error) &&
             check(api->cuEventRecord(start, nullptr), "cuEventRecord", error) &&
             run(error) &&

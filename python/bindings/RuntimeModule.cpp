@@ -81,46 +81,30 @@ nb::dict regionDict(const Computation::Region &region) {
   return out;
 }
 
-/// A function's launches evaluated for one set of buffers: launching them
-/// again costs no checks and no evaluation (for timing). Python keeps its
-/// bundle alive while it lives.
-class PreparedCall {
+/// A function's launches evaluated for one set of buffers on one stream:
+/// launching them again costs no checks and no evaluation (for timing).
+/// Python keeps its bundle alive while it lives.
+class PreparedLaunches {
 public:
-  PreparedCall(const Function &function, std::vector<void *> kernels,
-               std::vector<Argument> args)
-      : function(&function), kernels(std::move(kernels)),
-        args(std::move(args)) {
-    prepare();
+  PreparedLaunches(const Function &function, std::vector<void *> kernels,
+                   std::vector<Argument> args, uint64_t stream) {
+    std::string error;
+    if (!driver().prepare(function, kernels, args, call, error,
+                          reinterpret_cast<void *>(stream)))
+      raise(error);
   }
 
-  /// Queues the launches on the default stream without waiting for them.
+  /// Queues the launches on the stream without waiting for them.
   void launch() {
     CudaDriver &cuda = driver();
-    // Another function's launch may have moved the workspace or the
-    // scratch buffer.
-    if (cuda.workspace() != workspace || cuda.scratch() != scratch)
-      prepare();
     std::string error;
     nb::gil_scoped_release release;
-    for (const PreparedLaunch &p : prepared)
-      if (!cuda.launch(p, error))
-        raise(error);
+    if (!cuda.launch(call, error))
+      raise(error);
   }
 
 private:
-  void prepare() {
-    std::string error;
-    if (!driver().prepare(*function, kernels, args, prepared, error))
-      raise(error);
-    workspace = driver().workspace();
-    scratch = driver().scratch();
-  }
-
-  const Function *function;
-  std::vector<void *> kernels;
-  std::vector<Argument> args;
-  std::vector<PreparedLaunch> prepared;
-  uint64_t workspace = 0, scratch = 0;
+  PreparedCall call;
 };
 
 class LoadedBundle {
@@ -205,19 +189,23 @@ public:
   }
 
   /// Launches every kernel of @name, in order, on device buffers given as
-  /// (address, shape) pairs, one per argument; waits for them. Shapes that
-  /// break the function's contract raise ValueError before any GPU work.
-  void launch(const std::string &name, const Buffers &buffers) {
-    PreparedCall call = prepare(name, buffers);
+  /// (address, shape) pairs, one per argument, on `stream` (a CUstream; 0
+  /// is the legacy default stream); waits for them. Shapes that break the
+  /// function's contract raise ValueError before any GPU work.
+  void launch(const std::string &name, const Buffers &buffers,
+              uint64_t stream) {
+    PreparedLaunches call = prepare(name, buffers, stream);
     call.launch();
     std::string error;
     nb::gil_scoped_release release;
-    if (!driver().synchronize(error))
+    if (!driver().synchronize(reinterpret_cast<void *>(stream), error))
       raise(error);
   }
 
-  /// The launches of @name evaluated for `buffers`, checked as launch does.
-  PreparedCall prepare(const std::string &name, const Buffers &buffers) {
+  /// The launches of @name evaluated for `buffers` on `stream`, checked as
+  /// launch does.
+  PreparedLaunches prepare(const std::string &name, const Buffers &buffers,
+                           uint64_t stream) {
     const Function &f = function(name);
     if (buffers.size() != f.args.size())
       throw nb::type_error(("attn: @" + f.name + " takes " +
@@ -243,9 +231,9 @@ public:
     std::vector<void *> fKernels;
     for (const Launch &l : f.launches)
       fKernels.push_back(kernels[&l]);
-    // PreparedCall checks the shapes again: prepare is the runtime's one
-    // way in.
-    return PreparedCall(f, std::move(fKernels), std::move(args));
+    // The driver checks the shapes again: prepare is the runtime's one way
+    // in.
+    return PreparedLaunches(f, std::move(fKernels), std::move(args), stream);
   }
 
 private:
@@ -295,22 +283,45 @@ NB_MODULE(_runtime, m) {
       raise(error);
     return nb::bytes(data.data(), data.size());
   });
-  m.def("synchronize", [] {
-    std::string error;
-    nb::gil_scoped_release release;
-    if (!driver().synchronize(error))
-      raise(error);
-  });
+  m.def(
+      "synchronize",
+      [](uint64_t stream) {
+        std::string error;
+        nb::gil_scoped_release release;
+        if (!driver().synchronize(reinterpret_cast<void *>(stream), error))
+          raise(error);
+      },
+      nb::arg("stream") = 0, "Waits for what is queued on `stream`.");
+  m.def(
+      "create_stream",
+      [] {
+        void *stream = nullptr;
+        std::string error;
+        if (!driver().createStream(stream, error))
+          raise(error);
+        return reinterpret_cast<uint64_t>(stream);
+      },
+      "A new CUstream (non-blocking) as an int.");
+  m.def(
+      "destroy_stream",
+      [](uint64_t stream) {
+        driver().destroyStream(reinterpret_cast<void *>(stream));
+      },
+      nb::arg("stream"),
+      "Destroys a stream of create_stream, and its workspace.");
   m.def(
       "workspace",
-      [] {
-        return std::make_pair(driver().workspace(), driver().workspaceBytes());
+      [](uint64_t stream) {
+        StreamBuffers buffers =
+            driver().buffers(reinterpret_cast<void *>(stream));
+        return std::make_pair(buffers.workspace, buffers.workspaceBytes);
       },
-      "(address, bytes) of the zeroed workspace kernels share (0, 0 before "
-      "one needed it).");
+      nb::arg("stream") = 0,
+      "(address, bytes) of the zeroed workspace that kernels on `stream` "
+      "share (0, 0 before one needed it).");
 
-  nb::class_<PreparedCall>(m, "PreparedCall")
-      .def("launch", &PreparedCall::launch,
+  nb::class_<PreparedLaunches>(m, "PreparedCall")
+      .def("launch", &PreparedLaunches::launch,
            "Queues the launches without waiting for them.");
 
   nb::class_<LoadedBundle>(m, "Bundle")
@@ -322,7 +333,7 @@ NB_MODULE(_runtime, m) {
       .def("check_arguments", &LoadedBundle::checkArguments,
            nb::arg("function"), nb::arg("shapes"))
       .def("launch", &LoadedBundle::launch, nb::arg("function"),
-           nb::arg("buffers"))
+           nb::arg("buffers"), nb::arg("stream") = 0)
       .def("prepare", &LoadedBundle::prepare, nb::arg("function"),
-           nb::arg("buffers"), nb::keep_alive<0, 1>());
+           nb::arg("buffers"), nb::arg("stream") = 0, nb::keep_alive<0, 1>());
 }

@@ -93,8 +93,11 @@ def test_what_the_bundle_says(bundle):
     assert computes["dtype"] == "f16" and computes["head_dim"] == 64
     assert computes["mask_mod"] is None and computes["score_mod"] is None
     assert abs(computes["scale"] - 0.125) < 1e-7
+    # mma.sync kernels take buffers, sm_90a's TMA kernels tensor maps.
     launch = kernel.launches[0]
-    assert launch["operands"][:2] == ["buffer(q)", "buffer(k)"]
+    for name in "qkv":
+        assert f"buffer({name})" in launch["operands"] or any(
+            op.startswith(f"tensor_map({name}, ") for op in launch["operands"])
     assert "dim(q, 2)" in launch["grid"][0]
 
 
@@ -287,3 +290,49 @@ def test_softmax_of_nothing(softmax_bundle):
     kernel(x, y)
     want = torch.softmax(x.double(), dim=-1)
     assert ((y.double() - want).norm() / want.norm()).item() < 1e-6
+
+
+def test_stream_argument_checks(bundle):
+    """stream= takes a CUstream as an int or an object that has one; anything
+    else raises TypeError before any GPU work."""
+    kernel = attn.Kernel(bundle)
+    q = np.zeros((1, 8, 16, 64), np.float16)
+    kv = np.zeros((1, 2, 16, 64), np.float16)
+    for bad in ("0", -1, 1.5, True, object()):
+        with pytest.raises(TypeError, match="stream= takes a CUstream"):
+            kernel(q, kv, kv, np.zeros_like(q), stream=bad)
+
+
+@needs_gpu
+def test_softmax_calls_from_threads_on_streams(softmax_bundle):
+    """Two threads on streams of their own, each growing its workspace,
+    give the results of the same calls on the default stream, bit for
+    bit (bench/concurrent_calls.py does more of this in the GPU round)."""
+    import threading
+    kernel = attn.Kernel(softmax_bundle)
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal((3, n)).astype(np.float32) * 10
+              for n in (1000, 70001, 1 << 18, 300007)]
+    want = []
+    for x in inputs:
+        want.append(np.full_like(x, np.nan))
+        kernel(x, want[-1])
+    failures = []
+
+    def worker(stream):
+        for _ in range(20):
+            for x, w in zip(inputs, want):
+                y = np.full_like(x, np.nan)
+                kernel(x, y, stream=stream)
+                if not np.array_equal(y, w):
+                    failures.append(x.shape)
+
+    with attn.Stream() as s0, attn.Stream() as s1:
+        threads = [threading.Thread(target=worker, args=(s,))
+                   for s in (s0, s1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not attn.runtime.workspace_words(s0).any()
+    assert not failures

@@ -12,7 +12,8 @@
 #      and the block masks built on the GPU (bench/block_masks.py), and
 #      empty problems with a block mask built in the call
 #      (bench/empty_problems.py), and given lists with out-of-range
-#      block indices (bench/bad_block_lists.py);
+#      block indices (bench/bad_block_lists.py), and calls from two
+#      threads on several streams at once (bench/concurrent_calls.py);
 #   3. checks that an oversized problem and a cubin for another chip are
 #      refused with a clear error.
 # Logs under ${OUT:-/tmp}; exits non-zero if anything failed.
@@ -37,6 +38,10 @@ python3 bench/block_masks.py gpu-bundles/block-masks.json 2>&1 | log
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 # Empty problems with a block mask built in the call: they run, output 0.
 python3 bench/empty_problems.py gpu-bundles/bench-bf16-d128-document512-bundle.json 2>&1 | log
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+# Two threads calling bundles that use the workspace, at once: results
+# identical to the calls one after another.
+python3 bench/concurrent_calls.py gpu-bundles 2>&1 | log
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 # Given lists with out-of-range kv-block indices: skipped, nothing read
 # outside K and V, on the default kernel, the block per q-tile (sm_90a)

@@ -464,19 +464,15 @@ int run(int argc, char **argv) {
     kernels.push_back(kernel);
   }
   auto prepare = [&](const std::vector<Argument> &set) {
-    std::vector<PreparedLaunch> launches;
-    if (!driver.prepare(*function, kernels, set, launches, error))
+    PreparedCall call;
+    if (!driver.prepare(*function, kernels, set, call, error))
       fail(error);
-    return launches;
+    return call;
   };
-  auto runAll = [&](const std::vector<PreparedLaunch> &launches,
-                    std::string &err) {
-    for (const PreparedLaunch &p : launches)
-      if (!driver.launch(p, err))
-        return false;
-    return true;
+  auto runAll = [&](PreparedCall &call, std::string &err) {
+    return driver.launch(call, err);
   };
-  std::vector<PreparedLaunch> checked = prepare(args);
+  PreparedCall checked = prepare(args);
   if (!runAll(checked, error) || !driver.synchronize(error))
     fail(error);
   for (size_t i = 3; i < numArgs; ++i)
@@ -572,7 +568,7 @@ int run(int argc, char **argv) {
       break; // time with the copies that fit
     sets.push_back(std::move(set));
   }
-  std::vector<std::vector<PreparedLaunch>> timedLaunches;
+  std::vector<PreparedCall> timedLaunches;
   for (const std::vector<Argument> &set : sets)
     timedLaunches.push_back(prepare(set));
   if (o.repeat > 0 && !runAll(timedLaunches.back(), error))
@@ -580,8 +576,7 @@ int run(int argc, char **argv) {
   std::vector<float> times;
   for (int r = 0; r < o.repeat; ++r) {
     float ms;
-    const std::vector<PreparedLaunch> &launches =
-        timedLaunches[r % timedLaunches.size()];
+    PreparedCall &launches = timedLaunches[r % timedLaunches.size()];
     if (!driver.timeMs([&](std::string &err) { return runAll(launches, err); },
                        ms, error))
       fail(error);

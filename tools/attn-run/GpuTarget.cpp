@@ -108,17 +108,10 @@ GpuTarget::run(std::vector<std::unique_ptr<HostTensor>> &buffers,
 
   // Every launch of the function, in order, with its sizes evaluated for
   // these arguments.
-  std::vector<PreparedLaunch> prepared(kernels.size());
-  for (auto [launch, kernel, p] :
-       llvm::zip_equal(function->launches, kernels, prepared))
-    if (!driver.prepare(launch, kernel, args, p, message))
-      return failWith(message);
-  auto runAll = [&](std::string &err) {
-    for (const PreparedLaunch &p : prepared)
-      if (!driver.launch(p, err))
-        return false;
-    return true;
-  };
+  PreparedCall call;
+  if (!driver.prepare(*function, kernels, args, call, message))
+    return failWith(message);
+  auto runAll = [&](std::string &err) { return driver.launch(call, err); };
 
   float checkedMs = 0;
   if (!driver.timeMs(runAll, checkedMs, message) ||

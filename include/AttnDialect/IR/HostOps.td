@@ -22,7 +22,8 @@ def Attn_WorkspaceOp : Attn_Op<"workspace", [
   let summary = "a device buffer the runtime keeps between launches";
   let description = [{
     Host code: `words` 32-bit words of device memory that the runtime
-    allocates once and passes to every launch that takes it.
+    allocates once per stream and passes to every launch on that stream
+    that takes it.
 
     Without `scratch`, the runtime's workspace: zeroed when allocated; a
     kernel may use it for counters and partial results shared between its
@@ -32,8 +33,9 @@ def Attn_WorkspaceOp : Attn_Op<"workspace", [
     it, so a function's launches can pass each other results (lists, say)
     without clearing them afterwards.
 
-    Launches on one stream share the runtime's buffers, so two of them must
-    not run at the same time. The kernel bundle names them `workspace` and
+    Launches on one stream share its buffers and run one after another;
+    each stream has buffers of its own, so launches on different streams
+    may run at the same time. The kernel bundle names them `workspace` and
     `scratch` and records `workspace_bytes` and `scratch_bytes` per launch.
 
     ```mlir

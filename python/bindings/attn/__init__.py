@@ -18,7 +18,7 @@ anything with ``__cuda_array_interface__``) without copies.
 """
 
 from .block_mask import BlockMask
-from .runtime import Kernel, alibi_slopes, chip, has_gpu_reference
+from .runtime import Kernel, Stream, alibi_slopes, chip, has_gpu_reference
 
 try:
     from .compiler import (Module, CpuKernel, attention, softmax, compile_cpu,
@@ -28,7 +28,7 @@ try:
 except ImportError:  # a runtime-only build (no MLIR)
     compiler_available = False
 
-__all__ = ["BlockMask", "Kernel", "alibi_slopes", "chip",
+__all__ = ["BlockMask", "Kernel", "Stream", "alibi_slopes", "chip",
            "has_gpu_reference", "compiler_available", "Module", "CpuKernel",
            "attention", "softmax", "compile_cpu", "compile_gpu",
            "block_mask_module", "create_block_mask"]

@@ -4,9 +4,15 @@ Needs only the runtime library: on the GPU machine this package works
 without MLIR. Arrays can be numpy arrays (copied to the GPU and back) or GPU
 tensors: objects with __cuda_array_interface__, or PyTorch CUDA tensors
 (bf16 included), which are used in place.
+
+Calls from several threads are safe. Each call runs on a CUDA stream (the
+`stream=` argument, PyTorch's current stream for torch tensors, else the
+legacy default stream), and each stream has its own workspace, so calls on
+different streams run concurrently.
 """
 
 import numbers
+import sys
 
 from . import _runtime
 
@@ -53,7 +59,12 @@ class Kernel:
         self.computes = self._bundle.computes(self.function)
         self.launches = self._bundle.launches(self.function)
 
-    def __call__(self, *arrays):
+    def __call__(self, *arrays, stream=None):
+        """Runs the function on `arrays` and waits for it. `stream`: a
+        CUstream as an int, a torch.cuda.Stream, an attn.runtime.Stream or
+        an object with __cuda_stream__; by default PyTorch's current stream
+        when the arrays are torch tensors, else the legacy default
+        stream."""
         if len(arrays) != len(self.arg_types):
             raise TypeError(f"attn: @{self.function} takes "
                             f"{len(self.arg_types)} arrays, got {len(arrays)}")
@@ -66,8 +77,10 @@ class Kernel:
         # q, K and V of one length, captured arrays long enough...), before
         # any GPU work (launch checks it again).
         self._check_shapes([v[1] for v in views])
+        handle = _stream_handle(stream, arrays)
         if on_gpu == {True}:
-            self._bundle.launch(self.function, [(v[0], v[1]) for v in views])
+            self._bundle.launch(self.function, [(v[0], v[1]) for v in views],
+                                handle)
             return
         # Host arrays: every check first, then copy in, run, and copy back
         # into the writable arrays (read-only ones are inputs: a kernel that
@@ -85,7 +98,8 @@ class Kernel:
                 _runtime.copy_to_device(addresses[-1], a.tobytes())
             self._bundle.launch(self.function,
                                 [(addr, list(a.shape))
-                                 for addr, a in zip(addresses, arrays)])
+                                 for addr, a in zip(addresses, arrays)],
+                                handle)
             results = [_runtime.copy_to_host(addr, a.nbytes)
                        for addr, a in zip(addresses, arrays)]
         finally:
@@ -100,11 +114,11 @@ class Kernel:
             if a.flags["WRITEABLE"]:
                 a[...] = np.frombuffer(data, dtype=a.dtype).reshape(a.shape)
 
-    def prepare(self, *arrays):
-        """The launches for these GPU arrays, checked and evaluated once:
-        calling the result queues them again without checks and without
-        waiting for them (for timing). The result holds the arrays, which
-        stay alive as long as it."""
+    def prepare(self, *arrays, stream=None):
+        """The launches for these GPU arrays on `stream` (as for a call),
+        checked and evaluated once: calling the result queues them again
+        without checks and without waiting for them (for timing). The
+        result holds the arrays, which stay alive as long as it."""
         if len(arrays) != len(self.arg_types):
             raise TypeError(f"attn: @{self.function} takes "
                             f"{len(self.arg_types)} arrays, got {len(arrays)}")
@@ -113,7 +127,8 @@ class Kernel:
             raise ValueError("attn: prepare() takes arrays on the GPU")
         self._check_shapes([v[1] for v in views])
         launch = self._bundle.prepare(self.function,
-                                      [(v[0], v[1]) for v in views]).launch
+                                      [(v[0], v[1]) for v in views],
+                                      _stream_handle(stream, arrays)).launch
 
         def run():
             launch()
@@ -185,14 +200,72 @@ class Kernel:
         return address, shape, on_gpu
 
 
-def workspace_words():
-    """The runtime's workspace (see attn.workspace) as a numpy int32 array:
-    kernels must leave it zeroed. Empty before a kernel needed one."""
+class Stream:
+    """A CUDA stream of its own (non-blocking), with its own workspace:
+    pass it as `stream=` to run calls concurrently with other streams'.
+    Destroyed by close() or at the end of a with block."""
+
+    def __init__(self):
+        self.cuda_stream = _runtime.create_stream()
+
+    def synchronize(self):
+        """Waits for what is queued on the stream."""
+        _runtime.synchronize(self.cuda_stream)
+
+    def close(self):
+        if self.cuda_stream:
+            _runtime.destroy_stream(self.cuda_stream)
+            self.cuda_stream = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _stream_handle(stream, arrays):
+    """The CUstream of `stream=` as an int (see Kernel.__call__)."""
+    if stream is None:
+        # No torch tensor exists unless torch was imported.
+        torch = sys.modules.get("torch")
+        if torch and any(isinstance(a, torch.Tensor) and a.is_cuda
+                         for a in arrays):
+            return torch.cuda.current_stream().cuda_stream
+        return 0
+    if hasattr(stream, "__cuda_stream__"):
+        stream = stream.__cuda_stream__()[1]
+    elif hasattr(stream, "cuda_stream"):
+        stream = stream.cuda_stream
+    if isinstance(stream, bool) or not isinstance(stream, numbers.Integral) \
+            or stream < 0:
+        raise TypeError("attn: stream= takes a CUstream as an int, a "
+                        "torch.cuda.Stream or an attn.runtime.Stream, got "
+                        f"{stream!r}")
+    return int(stream)
+
+
+def synchronize(stream=0):
+    """Waits for what is queued on `stream` (as for Kernel.__call__)."""
+    _runtime.synchronize(_stream_handle(stream, ()))
+
+
+def workspace(stream=0):
+    """(address, bytes) of the workspace of `stream`; (0, 0) before a
+    kernel on the stream needed one. It moves when it grows."""
+    return _runtime.workspace(_stream_handle(stream, ()))
+
+
+def workspace_words(stream=0):
+    """The workspace of `stream` (see attn.workspace) as a numpy int32
+    array: kernels must leave it zeroed. Empty before a kernel on the
+    stream needed one."""
     import numpy as np
-    address, size = _runtime.workspace()
+    stream = _stream_handle(stream, ())
+    address, size = _runtime.workspace(stream)
     if not address:
         return np.zeros(0, np.int32)
-    _runtime.synchronize()
+    _runtime.synchronize(stream)
     return np.frombuffer(_runtime.copy_to_host(address, size), np.int32)
 
 
