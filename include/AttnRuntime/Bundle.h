@@ -14,6 +14,7 @@
 #ifndef ATTNRUNTIME_BUNDLE_H
 #define ATTNRUNTIME_BUNDLE_H
 
+#include "AttnRuntime/Region.h"
 #include "AttnRuntime/ShapeCheck.h"
 
 #include <cstdint>
@@ -213,13 +214,17 @@ struct Computation {
   int64_t headDim = 0, valueHeadDim = 0;
   float scale = 0;
   bool causal = false, logsumexp = false, blockMask = false;
+  /// The block mask's q-block and kv-block sizes (0 without one).
+  int64_t qBlock = 0, kvBlock = 0;
   /// A mask_mod or score_mod region: its built-in name (attn-run's
   /// --mask/--score-mod and Python's mask=/score_mod=, e.g.
-  /// "sliding-window:32"; empty when the region was written by hand) and a
-  /// digest of its IR.
+  /// "sliding-window:32"; empty when the region was written by hand), a
+  /// digest of its IR, and its ops (absent when the bundle does not record
+  /// them), which a reference evaluates.
   struct Region {
-    bool present = false;
+    bool present = false, hasProgram = false;
     std::string name, digest;
+    RegionProgram program;
   } maskMod, scoreMod;
 };
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,14 @@ private:
   // Large enough for ranks up to 8.
   MemRefDescriptor<8> descriptor_;
 };
+
+/// Fills a tensor that attention regions capture, as the runners do:
+/// floats uniform in [0, 1) (not negative, like slopes and biases);
+/// integers as sorted ids in runs (documents, sequences); or, given `ids`
+/// (sorted ids), where each run of them starts (jagged sequences' starts;
+/// ids that do not occur start at the end).
+void fillCapture(HostTensor &tensor, std::mt19937_64 &rng,
+                 const HostTensor *ids = nullptr);
 
 /// ||out - ref|| / ||ref|| (Frobenius), with the float64 reference rounded
 /// to the output's element type first: a kernel cannot store more than the

@@ -247,7 +247,8 @@ bool readContract(const JsonValue *json, Function &function,
   return true;
 }
 
-/// A mask_mod or score_mod record: null (none), or {"name", "digest"}.
+/// A mask_mod or score_mod record: null (none), or {"name", "digest"} and
+/// optionally "program".
 bool readRegion(const JsonValue &json, const char *key,
                 Computation::Region &region, std::string &error,
                 const std::string &where) {
@@ -265,6 +266,14 @@ bool readRegion(const JsonValue &json, const char *key,
   region.present = true;
   region.name = name ? *name : "";
   region.digest = *digest;
+  if (const JsonValue *program = v->get("program")) {
+    std::string why;
+    if (!RegionProgram::fromJson(*program, region.program, why)) {
+      error = where + "'s \"" + key + "\" program: " + why;
+      return false;
+    }
+    region.hasProgram = true;
+  }
   return true;
 }
 
@@ -306,6 +315,16 @@ bool readComputes(const JsonValue *json, Function &function,
         return false;
       }
       computation.scale = static_cast<float>(scale->number);
+      if (const JsonValue *sizes = c.get("block_sizes")) {
+        if (!isArray(sizes) || sizes->array.size() != 2 ||
+            !sizes->array[0].integer(computation.qBlock) ||
+            !sizes->array[1].integer(computation.kvBlock) ||
+            computation.qBlock <= 0 || computation.kvBlock <= 0) {
+          error = where + " has \"block_sizes\" that are not two positive "
+                          "integers";
+          return false;
+        }
+      }
       if (!readBool(c, "causal", computation.causal, error, where) ||
           !readBool(c, "logsumexp", computation.logsumexp, error, where) ||
           !readBool(c, "block_mask", computation.blockMask, error, where) ||

@@ -226,6 +226,30 @@ void HostTensor::poison() {
     set(i, std::numeric_limits<double>::quiet_NaN());
 }
 
+void attn_runtime::fillCapture(HostTensor &tensor, std::mt19937_64 &rng,
+                               const HostTensor *ids) {
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  int64_t count = tensor.numElements();
+  if (isFloat(tensor.kind())) {
+    for (int64_t e = 0; e < count; ++e)
+      tensor.set(e, 0.5 + 0.5 * uniform(rng));
+  } else if (ids) {
+    int64_t end = ids->numElements(), next = 0;
+    for (int64_t e = 0; e < count; ++e) {
+      while (next < end && ids->get(next) < e)
+        ++next;
+      tensor.set(e, static_cast<double>(next));
+    }
+  } else {
+    int64_t id = 0;
+    for (int64_t e = 0; e < count; ++e) {
+      if (e > 0 && rng() % 37 == 0)
+        ++id;
+      tensor.set(e, static_cast<double>(id));
+    }
+  }
+}
+
 void *HostTensor::descriptor() {
   descriptor_.allocated = bytes_.data();
   descriptor_.aligned = bytes_.data();

@@ -2,6 +2,7 @@
 
 #include "AttnDialect/Transforms/Computes.h"
 #include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Transforms/RegionProgram.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
@@ -19,8 +20,10 @@ std::string typeName(Type type) {
   return text;
 }
 
-/// {name, digest} of a mask_mod or score_mod region: the digest (xxh3, in
-/// hex) of its printed ops tells regions apart when they have no name.
+/// {name, digest, program} of a mask_mod or score_mod region: the digest
+/// (xxh3, in hex) of its printed ops tells regions apart when they have no
+/// name; the program (RegionProgram.h) is what a runner's reference
+/// evaluates, left out when the region holds an op it cannot.
 DictionaryAttr regionRecord(AttentionOp op, Region &region,
                             StringRef nameAttr) {
   std::string text;
@@ -39,6 +42,17 @@ DictionaryAttr regionRecord(AttentionOp op, Region &region,
       b.getNamedAttr("digest", b.getStringAttr(digest))};
   if (auto name = op->getAttrOfType<StringAttr>(nameAttr))
     fields.push_back(b.getNamedAttr("name", name));
+  Block *entry = &op->getParentOfType<func::FuncOp>().getBody().front();
+  llvm::Expected<attn_runtime::RegionProgram> program =
+      translateRegion(region, "region", [&](Value tensor) -> int64_t {
+        auto arg = dyn_cast<BlockArgument>(tensor);
+        return arg && arg.getOwner() == entry ? arg.getArgNumber() : -1;
+      });
+  if (program)
+    fields.push_back(b.getNamedAttr(
+        "program", regionProgramAttr(*program, op.getContext())));
+  else
+    llvm::consumeError(program.takeError());
   return b.getDictionaryAttr(fields);
 }
 
@@ -57,6 +71,12 @@ DictionaryAttr record(AttentionOp op) {
                      b.getBoolAttr(static_cast<bool>(op.getLogsumexpInit()))),
       b.getNamedAttr("block_mask",
                      b.getBoolAttr(static_cast<bool>(op.getBlockMask())))};
+  if (Value blockMask = op.getBlockMask()) {
+    auto type = cast<BlockMaskType>(blockMask.getType());
+    fields.push_back(b.getNamedAttr(
+        "block_sizes",
+        b.getI64ArrayAttr({type.getQBlock(), type.getKvBlock()})));
+  }
   if (!op.getMaskMod().empty())
     fields.push_back(b.getNamedAttr(
         "mask_mod", regionRecord(op, op.getMaskMod(), kMaskModNameAttrName)));

@@ -38,6 +38,13 @@ for dtype in f16 bf16; do
   options="stages=1" make_bundle "mma-$dtype-d128-stages1" --dtype=$dtype --head-dim=128 --causal --lse
   options="stages=1 warps=8" make_bundle "mma-$dtype-d64-stages1-warps8" --dtype=$dtype --head-dim=64 --lse
 done
+# Regions that attn-bundle-run's reference evaluates from the ops the
+# bundle records (scripts/gpu/round.sh): captures, score mods, given lists.
+for spec in "document:--mask=document" "document-given:--mask=document --given-block-mask=128" \
+  "softcap:--score-mod=softcap:30 --causal" "alibi:--score-mod=alibi --lse" "prefix:--mask=prefix:100" \
+  "jagged:--mask=jagged:0" "natten:--mask=natten:16:20:7" "window-given:--mask=sliding-window:100 --given-block-mask=64"; do
+  make_bundle "region-${spec%%:*}" --dtype=bf16 --head-dim=128 ${spec#*:}
+done
 # The benchmark set (docs/Benchmarking.md): dtypes, head dims, causal and not.
 for dtype in f16 bf16; do
   for d in 64 128; do

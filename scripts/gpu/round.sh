@@ -59,6 +59,12 @@ run gpu-bundles/bf16-d128-lse-bundle.json --batch=1 --heads=4:1 --q-len=257 --kv
 run gpu-bundles/f16-d64-window32-bundle.json --window=32 --batch=2 --heads=4:4 --q-len=130 --kv-len=130
 run gpu-bundles/f16-d64-causal-bundle.json --causal --batch=4 --heads=16:16 --q-len=1024 --kv-len=1024 --repeat=5
 run gpu-bundles/f16-d64-causal-bundle.json --causal --batch=1 --heads=2:1 --q-len=64 --kv-len=64 --json
+# Bundles with regions: the reference evaluates the ops each records, with
+# its captures and given lists filled by attn-bundle-run.
+for region in document document-given softcap alibi prefix jagged window-given; do
+  run gpu-bundles/region-$region-bundle.json --batch=2 --heads=4:2 --q-len=300 --kv-len=257 --repeat=0
+done
+run gpu-bundles/region-natten-bundle.json --heads=2:1 --q-len=320 --kv-len=320 --repeat=0
 # The GPU reference kernel (float64, CUDA C built by nvcc there) agrees with
 # the CPU reference on a shape both can do, and checks one the CPU cannot.
 run gpu-bundles/bf16-d128-lse-bundle.json --batch=2 --heads=8:2 --q-len=300 --kv-len=513 --reference=cpu --repeat=0

@@ -4,11 +4,20 @@
 // [kind, [lhs arg, lhs dim, rhs arg, rhs dim], what]. Document ids indexed
 // by kv must cover the kv length; ALiBi slopes indexed by h the heads.
 // What the op computes is recorded too: regions by the digest of their IR
-// (and by name, below, when the op says which built-in they are).
+// (and by name, below, when the op says which built-in they are) and as
+// programs: argument types, ops whose operands number the arguments and
+// then the ops' results, tensor.extract reading a function argument, and
+// the value yielded.
 // CHECK-LABEL: func.func @attention
 // CHECK-SAME: attn.computes = [{block_mask = false, causal = false, dtype = "f16", head_dim = 64 : i64, logsumexp = true,
-// CHECK-SAME: mask_mod = {digest = "[[MASK:[0-9a-f]+]]"}, op = "attention", scale = 1.250000e-01 : f32,
-// CHECK-SAME: score_mod = {digest = "{{[0-9a-f]+}}"}, value_head_dim = 64 : i64}]
+// CHECK-SAME: mask_mod = {digest = "[[MASK:[0-9a-f]+]]", program = {args = ["index", "index", "index", "index"],
+// CHECK-SAME: ops = [{loc = "{{.*}}record-shape-contract.mlir:{{[0-9]+}}:15", op = "tensor.extract", operands = [2], tensor = 5 : i64, type = "i32"},
+// CHECK-SAME: {loc = "{{[^"]*}}", op = "tensor.extract", operands = [3], tensor = 5 : i64, type = "i32"},
+// CHECK-SAME: {loc = "{{[^"]*}}", op = "arith.cmpi", operands = [4, 5], predicate = "eq", type = "i1"}], yield = 6 : i64}},
+// CHECK-SAME: op = "attention", scale = 1.250000e-01 : f32,
+// CHECK-SAME: score_mod = {digest = "{{[0-9a-f]+}}", program = {args = ["f32", "index", "index", "index", "index"],
+// CHECK-SAME: ops = [{loc = "{{[^"]*}}", op = "tensor.extract", operands = [2], tensor = 6 : i64, type = "f32"},
+// CHECK-SAME: {loc = "{{[^"]*}}", op = "arith.addf", operands = [0, 5], type = "f32"}], yield = 6 : i64}}, value_head_dim = 64 : i64}]
 // CHECK-SAME: attn.shape_contract = {constraints = [
 // CHECK-SAME: ["equal", array<i64: 1, 0, 0, 0>, "batch"]
 // CHECK-SAME: ["equal", array<i64: 2, 1, 1, 1>, "kv heads"]
@@ -50,7 +59,7 @@ func.func @attention(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // have): the same digest, and the name.
 // CHECK-LABEL: func.func @named
 // CHECK-SAME: attn.computes = [{block_mask = false, causal = true, dtype = "f32", head_dim = 16 : i64, logsumexp = false,
-// CHECK-SAME: mask_mod = {digest = "[[MASK]]", name = "document"}, op = "attention", scale = 5.000000e-01 : f32, value_head_dim = 16 : i64}]
+// CHECK-SAME: mask_mod = {digest = "[[MASK]]", name = "document", program = {args = [{{.*}}], yield = 6 : i64}}, op = "attention", scale = 5.000000e-01 : f32, value_head_dim = 16 : i64}]
 func.func @named(%q: tensor<1x1x?x16xf32>, %k: tensor<1x1x?x16xf32>,
                  %v: tensor<1x1x?x16xf32>, %o: tensor<1x1x?x16xf32>,
                  %doc: tensor<?xi32>) -> tensor<1x1x?x16xf32> {

@@ -5,12 +5,14 @@
 //     [--rotate=K] [--reference=auto|cpu|gpu] [--json]   (--help: all)
 //
 // Needs only the runtime (no MLIR): loads the bundle, fills Q, K, V with
-// fresh random values (output poisoned with NaN), launches the function's
-// kernels, checks the output against a float64 reference computed here
-// (plain attention; causal; the causal sliding window attn-run builds), and
-// times R more runs with CUDA events. The function's arguments must be
-// (q, k, v, out [, logsumexp]) as attn-run's variants. The reference takes
-// causal, the window and the scale from what the bundle records it computes;
+// fresh random values (output poisoned with NaN), the tensors its regions
+// capture as attn-run does, and given block-mask lists with every block
+// partial; launches the function's kernels, checks the output against a
+// float64 reference computed here, and times R more runs with CUDA events.
+// The function's arguments must be (q, k, v, out [, logsumexp], then
+// captures and lists) as attn-run's variants. The reference takes causal,
+// the scale and the mask_mod and score_mod regions (the ops the bundle
+// records, evaluated here) from what the bundle records it computes;
 // --causal and --window, when given, must agree with it.
 // Options, the bundle, the argument shapes (against the bundle's shape
 // contract), the launch sizes and the memory needed are all checked before
@@ -22,6 +24,7 @@
 #include "AttnRuntime/CudaDriver.h"
 #include "AttnRuntime/GpuReference.h"
 #include "AttnRuntime/HostTensor.h"
+#include "AttnRuntime/Reference.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -61,8 +64,9 @@ const char *kHelp =
     "\n"
     "Runs a function of a kernel bundle (bundle.json written by\n"
     "attn-write-kernel-bundle) on the GPU with random inputs, checks its\n"
-    "output against a float64 reference and times it. The function must take\n"
-    "(q, k, v, out [, logsumexp]) memrefs.\n"
+    "output against a float64 reference (which evaluates the regions the\n"
+    "bundle records) and times it. The function must take (q, k, v, out\n"
+    "[, logsumexp]) memrefs, then any captured tensors and block-mask lists.\n"
     "\n"
     "  --function=NAME     the function to run (default: the first)\n"
     "  --batch=B           batch size (default 1)\n"
@@ -254,12 +258,21 @@ bool usesSmCount(const Expr &expr) {
   return std::any_of(expr.operands.begin(), expr.operands.end(), usesSmCount);
 }
 
-/// What the reference computes: causal and the window from what `function`
-/// records it computes (the options must agree), and its scale; without a
-/// record, the options and scale 0 (for 1/sqrt(D)).
-double chooseReference(const Function &function, Options &o) {
+/// What the reference computes, from what `function` records it computes
+/// (the options must agree): causal, the sliding window of the built-in
+/// `sliding-window:W` (which the GPU reference has too), the region
+/// programs of every other mask_mod and score_mod, and the scale. Without a
+/// record: the options, and scale 0 (for 1/sqrt(D)).
+struct Reference {
+  double scale = 0;
+  const Computation *computes = nullptr;
+  const RegionProgram *maskMod = nullptr, *scoreMod = nullptr;
+};
+
+Reference chooseReference(const Function &function, Options &o) {
+  Reference reference;
   if (function.computes.empty())
-    return 0;
+    return reference;
   std::string at = "@" + function.name;
   const Computation &c = function.computes.front();
   if (function.computes.size() != 1 || c.op != "attention")
@@ -268,13 +281,18 @@ double chooseReference(const Function &function, Options &o) {
               ? c.op
               : std::to_string(function.computes.size()) + " ops") +
          "; attn-bundle-run checks one attention");
-  auto region = [](const Computation::Region &r) {
-    return r.name.empty() ? "one written by hand (digest " + r.digest + ")"
-                          : "'" + r.name + "'";
+  // A region the reference evaluates from its recorded ops.
+  auto program = [&](const Computation::Region &r, const char *which) {
+    if (!r.hasProgram)
+      fail(at + " has " + which + " " +
+           (r.name.empty() ? "written by hand (digest " + r.digest + ")"
+                           : "'" + r.name + "'") +
+           ", whose ops the bundle does not record (it holds an op the "
+           "reference cannot evaluate, or an older attn wrote it)");
+    return &r.program;
   };
   if (c.scoreMod.present)
-    fail(at + " has score_mod " + region(c.scoreMod) +
-         "; attn-bundle-run's reference has no score mods");
+    reference.scoreMod = program(c.scoreMod, "score_mod");
   int64_t window = 0;
   const std::string prefix = "sliding-window:";
   if (c.maskMod.present) {
@@ -282,9 +300,10 @@ double chooseReference(const Function &function, Options &o) {
     char *end = nullptr;
     if (name.compare(0, prefix.size(), prefix) == 0)
       window = std::strtoll(name.c_str() + prefix.size(), &end, 10);
-    if (window <= 0 || !end || *end != '\0')
-      fail(at + " has mask_mod " + region(c.maskMod) +
-           "; attn-bundle-run's reference knows sliding-window:W only");
+    if (window <= 0 || !end || *end != '\0') {
+      window = 0;
+      reference.maskMod = program(c.maskMod, "mask_mod");
+    }
   }
   if (o.causalGiven && !c.causal)
     fail("--causal does not agree with the bundle: " + at + " is not causal");
@@ -295,7 +314,24 @@ double chooseReference(const Function &function, Options &o) {
                  : std::string(" has no sliding window")));
   o.causal = c.causal;
   o.window = window;
-  return c.scale;
+  reference.scale = c.scale;
+  reference.computes = &c;
+  return reference;
+}
+
+/// The block-mask lists a function may take, by their bundle names: kv-side
+/// lists have a row per q-block, q-side ones a row per kv-block.
+bool isBlockList(const std::string &name, bool &qSide, bool &counts) {
+  static const char *const kLists[] = {
+      "kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices",
+      "q_num_blocks",  "q_indices",  "full_q_num_blocks",  "full_q_indices"};
+  for (int i = 0; i < 8; ++i)
+    if (name == kLists[i]) {
+      qSide = i >= 4;
+      counts = i % 2 == 0;
+      return true;
+    }
+  return false;
 }
 
 /// The machine's memory, or INT64_MAX when it cannot tell.
@@ -323,15 +359,31 @@ int run(int argc, char **argv) {
   if (!function)
     fail("the bundle has no function '" + o.function + "'");
   size_t numArgs = function->args.size();
-  if (numArgs != 4 && numArgs != 5)
+  if (numArgs < 4)
     fail("@" + function->name +
-         " must take (q, k, v, out [, logsumexp]) memrefs");
-  // The bundle's names, where the compiler knew the roles.
-  std::vector<std::string> names = {"q", "k", "v", "out", "lse"};
+         " must take (q, k, v, out [, logsumexp], captures...) memrefs");
+  // The bundle's names, where the compiler knew the roles; arguments after
+  // out (and lse) are block-mask lists or tensors the regions capture.
+  std::vector<std::string> names = {"q", "k", "v", "out"};
+  for (size_t i = 4; i < numArgs; ++i)
+    names.push_back("argument " + std::to_string(i));
   for (size_t i = 0; i < numArgs; ++i)
     if (function->args[i].name.rfind("argument ", 0) != 0)
       names[i] = function->args[i].name;
-  double scale = chooseReference(*function, o);
+  bool hasLse =
+      numArgs > 4 &&
+      (names[4] == "lse" ||
+       (numArgs == 5 && function->args[4].shape.size() == 3 &&
+        function->args[4].dtype == "f32" && !function->computes.empty() &&
+        function->computes.front().logsumexp));
+  size_t numOutputs = hasLse ? 5 : 4;
+  Reference reference = chooseReference(*function, o);
+  double scale = reference.scale;
+  if (o.reference == "gpu" && (reference.maskMod || reference.scoreMod))
+    fail("--reference=gpu: the GPU reference has no mask_mod or score_mod "
+         "regions other than sliding-window:W");
+  int64_t qBlock = reference.computes ? reference.computes->qBlock : 0,
+          kvBlock = reference.computes ? reference.computes->kvBlock : 0;
 
   // Host tensors with the requested sizes; static dims must agree. All of
   // this is checked before the driver opens, so that it fails the same way
@@ -341,7 +393,33 @@ int run(int argc, char **argv) {
                                               {o.batch, o.hkv, o.n, 0},
                                               {o.batch, o.hq, o.m, 0},
                                               {o.batch, o.hq, o.m}};
-  shapes.resize(numArgs);
+  shapes.resize(numOutputs);
+  // Block-mask lists: every block listed as partial, which is right for any
+  // mask (the kernel evaluates the mask_mod on each); captures: dynamic
+  // dims cover any b, h, q or kv index.
+  for (size_t i = numOutputs; i < numArgs; ++i) {
+    const std::vector<int64_t> &dims = function->args[i].shape;
+    bool qSide = false, counts = false;
+    std::vector<int64_t> shape;
+    if (isBlockList(names[i], qSide, counts)) {
+      if (qBlock <= 0)
+        fail(names[i] + ": filling block-mask lists needs the block sizes, "
+                        "which the bundle does not record (an older attn "
+                        "wrote it)");
+      int64_t qBlocks = (o.m + qBlock - 1) / qBlock,
+              kvBlocks = (o.n + kvBlock - 1) / kvBlock;
+      shape = {o.batch, o.hq, qSide ? kvBlocks : qBlocks};
+      if (!counts)
+        shape.push_back(qSide ? qBlocks : kvBlocks);
+    } else {
+      shape.assign(dims.size(), std::max({o.batch, o.hq, o.m, o.n}));
+    }
+    // Static sizes stand (a list broadcast over batch or heads).
+    for (size_t d = 0; d < dims.size() && d < shape.size(); ++d)
+      if (dims[d] >= 0 && (d < 2 || !isBlockList(names[i], qSide, counts)))
+        shape[d] = dims[d];
+    shapes.push_back(shape);
+  }
   std::vector<ElementKind> kinds(numArgs);
   std::vector<int64_t> bytes(numArgs);
   for (size_t i = 0; i < numArgs; ++i) {
@@ -349,8 +427,9 @@ int run(int argc, char **argv) {
     std::string type = function->args[i].str();
     if (dims.size() != shapes[i].size() ||
         !elementKind(function->args[i].dtype, kinds[i]))
-      fail("argument " + std::to_string(i) + " has type '" + type +
-           "', not an attention memref");
+      fail("argument " + std::to_string(i) + " has type '" + type + "', not " +
+           (i < numOutputs ? "an attention memref"
+                           : "a capture or block-mask list of that rank"));
     for (size_t d = 0; d < dims.size(); ++d) {
       if (d == 3 && i < 4) { // head dims are static
         if (dims[d] < 0)
@@ -449,11 +528,63 @@ int run(int argc, char **argv) {
   for (int i = 0; i < 3; ++i)
     for (int64_t e = 0; e < host[i]->numElements(); ++e)
       host[i]->set(e, uniform(rng));
-  for (size_t i = 3; i < numArgs; ++i)
+  for (size_t i = 3; i < numOutputs; ++i)
     host[i]->poison();
+  const HostTensor *ids = nullptr;
+  bool jagged = reference.computes &&
+                reference.computes->maskMod.name.rfind("jagged:", 0) == 0;
+  for (size_t i = numOutputs; i < numArgs; ++i) {
+    HostTensor &t = *host[i];
+    bool qSide = false, counts = false;
+    if (isBlockList(names[i], qSide, counts)) {
+      // Every block of every row partial: full lists empty.
+      bool full = names[i].rfind("full_", 0) == 0;
+      int64_t listed =
+          qSide ? (o.m + qBlock - 1) / qBlock : (o.n + kvBlock - 1) / kvBlock;
+      for (int64_t e = 0; e < t.numElements(); ++e)
+        t.set(e, full ? 0 : counts ? listed : e % listed);
+      continue;
+    }
+    // The jagged mask's second integer capture: where each sequence starts.
+    bool runStarts = jagged && ids && !isFloat(t.kind());
+    fillCapture(t, rng, runStarts ? ids : nullptr);
+    if (!isFloat(t.kind()) && !runStarts)
+      ids = &t;
+  }
   for (size_t i = 0; i < numArgs; ++i)
     if (!driver.copyToDevice(args[i].address, host[i]->data(), bytes[i], error))
       fail(error);
+
+  // The float64 reference, rounded to the output type: on the CPU, first,
+  // so that a region undefined somewhere (a read out of bounds) is an error
+  // before the kernel, whose behaviour there is undefined too, runs; or,
+  // for large problems without regions (or when asked), with the plain
+  // reference kernel on the GPU after it.
+  if (scale == 0)
+    scale = 1.0 / std::sqrt(static_cast<double>(d));
+  double work = static_cast<double>(o.batch) * o.hq * o.m * o.n * (d + dv);
+  bool programs = reference.maskMod || reference.scoreMod;
+  bool onGpu = o.reference == "gpu" || (o.reference == "auto" && work > 1e9 &&
+                                        hasGpuReference() && !programs);
+  std::vector<double> refOut, refLse;
+  if (!onGpu) {
+    ReferenceAttention problem;
+    problem.q = host[0].get();
+    problem.k = host[1].get();
+    problem.v = host[2].get();
+    problem.scale = scale;
+    problem.causal = o.causal || o.window > 0;
+    problem.window = o.window;
+    problem.maskMod = reference.maskMod;
+    problem.scoreMod = reference.scoreMod;
+    for (const std::unique_ptr<HostTensor> &t : host)
+      problem.arguments.push_back(t.get());
+    ReferenceResult result;
+    if (!referenceAttention(problem, result, error))
+      fail("the reference: " + error);
+    refOut = std::move(result.output);
+    refLse = std::move(result.logsumexp);
+  }
 
   // Launch every kernel of the function, in order, on the inputs `set`.
   std::vector<void *> kernels;
@@ -475,20 +606,10 @@ int run(int argc, char **argv) {
   PreparedCall checked = prepare(args);
   if (!runAll(checked, error) || !driver.synchronize(error))
     fail(error);
-  for (size_t i = 3; i < numArgs; ++i)
+  for (size_t i = 3; i < numOutputs; ++i)
     if (!driver.copyToHost(host[i]->data(), args[i].address, bytes[i], error))
       fail(error);
 
-  // The float64 reference, rounded to the output type: on the CPU, or for
-  // large problems (or when asked) with the plain reference kernel on the
-  // GPU.
-  int64_t group = o.hq / o.hkv;
-  if (scale == 0)
-    scale = 1.0 / std::sqrt(static_cast<double>(d));
-  double work = static_cast<double>(o.batch) * o.hq * o.m * o.n * (d + dv);
-  bool onGpu = o.reference == "gpu" ||
-               (o.reference == "auto" && work > 1e9 && hasGpuReference());
-  std::vector<double> refOut, refLse;
   if (onGpu) {
     ReferenceProblem problem{o.batch, o.hq,     o.hkv,   o.m,
                              o.n,     d,        dv,      host[0]->kind(),
@@ -497,45 +618,10 @@ int run(int argc, char **argv) {
                                args[1].address, args[2].address, refOut, refLse,
                                error))
       fail("the GPU reference failed: " + error);
-  } else {
-    refOut.assign(o.batch * o.hq * o.m * dv, 0);
-    refLse.assign(o.batch * o.hq * o.m, 0);
-    std::vector<double> s(o.n);
-    for (int64_t b = 0; b < o.batch; ++b)
-      for (int64_t h = 0; h < o.hq; ++h)
-        for (int64_t i = 0; i < o.m; ++i) {
-          int64_t row = (b * o.hq + h) * o.m + i;
-          double mx = -std::numeric_limits<double>::infinity();
-          for (int64_t j = 0; j < o.n; ++j) {
-            bool keep = (!o.causal && !o.window) ||
-                        (j <= i && (!o.window || i - j <= o.window));
-            double dot = 0;
-            for (int64_t c = 0; keep && c < d; ++c)
-              dot += host[0]->get(row * d + c) *
-                     host[1]->get(((b * o.hkv + h / group) * o.n + j) * d + c);
-            s[j] =
-                keep ? dot * scale : -std::numeric_limits<double>::infinity();
-            mx = std::max(mx, s[j]);
-          }
-          double sum = 0;
-          for (int64_t j = 0; j < o.n; ++j)
-            sum += std::isinf(s[j]) ? 0 : std::exp(s[j] - mx);
-          for (int64_t c = 0; c < dv; ++c) {
-            double ref = 0;
-            for (int64_t j = 0; j < o.n && sum > 0; ++j)
-              if (!std::isinf(s[j]))
-                ref +=
-                    std::exp(s[j] - mx) / sum *
-                    host[2]->get(((b * o.hkv + h / group) * o.n + j) * dv + c);
-            refOut[row * dv + c] = ref;
-          }
-          refLse[row] = sum > 0 ? mx + std::log(sum)
-                                : -std::numeric_limits<double>::infinity();
-        }
   }
   bool finite;
   double err = relativeError(*host[3], refOut, finite);
-  if (numArgs == 5) {
+  if (hasLse) {
     bool lseFinite;
     double lseErr = logsumexpError(*host[4], refLse, lseFinite);
     err = std::isnan(lseErr) ? lseErr : std::max(err, lseErr);

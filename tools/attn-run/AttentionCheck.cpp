@@ -172,21 +172,15 @@ SmallVector<bool> runStartFills(func::FuncOp func, const Roles &roles) {
   return fills;
 }
 
-/// Fails unless the reference can evaluate the op's regions.
-void checkRegionsEvaluable(func::FuncOp func, attn::AttentionOp op,
-                           const Roles &roles) {
-  llvm::DenseMap<Value, const HostTensor *> captures;
-  HostTensor dummy(ElementKind::F32, {1});
-  for (BlockArgument arg : func.getArguments())
-    if (roles.isCapture(arg.getArgNumber()))
-      captures[arg] = &dummy;
-  RegionInterpreter interpreter(captures);
-  std::pair<Region *, StringRef> regions[] = {{&op.getScoreMod(), "score_mod"},
-                                              {&op.getMaskMod(), "mask_mod"}};
-  for (auto [region, name] : regions)
-    if (!region->empty())
-      if (llvm::Error error = interpreter.check(*region, name))
-        fail(llvm::toString(std::move(error)));
+/// The programs of the op's regions; fails unless the reference can
+/// evaluate them.
+RegionPrograms programsOf(func::FuncOp func, attn::AttentionOp op,
+                          const Roles &roles) {
+  llvm::Expected<RegionPrograms> programs =
+      regionPrograms(func, op, [&](unsigned i) { return roles.isCapture(i); });
+  if (!programs)
+    fail(llvm::toString(programs.takeError()));
+  return std::move(*programs);
 }
 
 /// The shape of an argument's buffer in case `p`.
@@ -239,12 +233,10 @@ Footprint footprintOf(func::FuncOp func, const Roles &roles, const Problem &p) {
   return footprint;
 }
 
-/// Fresh buffers for case `p`, one per argument (outputs poisoned), and the
-/// captures among them by argument.
+/// Fresh buffers for case `p`, one per argument (outputs poisoned).
 std::vector<std::unique_ptr<HostTensor>>
 freshInputs(func::FuncOp func, const Roles &roles, ArrayRef<bool> runStarts,
-            const Problem &p, std::mt19937_64 &rng,
-            llvm::DenseMap<Value, const HostTensor *> &captures) {
+            const Problem &p, std::mt19937_64 &rng) {
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   std::vector<std::unique_ptr<HostTensor>> buffers;
   const HostTensor *ids = nullptr;
@@ -255,32 +247,15 @@ freshInputs(func::FuncOp func, const Roles &roles, ArrayRef<bool> runStarts,
     auto buffer = std::make_unique<HostTensor>(kind, shapeOf(arg, roles, p));
     if (!roles.isCapture(i) && (i == roles.out || i == roles.lse)) {
       buffer->poison();
-    } else if (isFloat(kind)) {
-      // Q, K, V symmetric; captured floats (slopes, biases) positive.
-      bool input = !roles.isCapture(i);
+    } else if (!roles.isCapture(i)) {
+      // Q, K, V symmetric.
       for (int64_t e = 0; e < buffer->numElements(); ++e)
-        buffer->set(e, input ? uniform(rng) : 0.5 + 0.5 * uniform(rng));
-    } else if (runStarts[i]) {
-      // The first position of each run of ids (jagged sequences' starts);
-      // ids that do not occur start at the end.
-      int64_t end = ids->numElements(), next = 0;
-      for (int64_t e = 0; e < buffer->numElements(); ++e) {
-        while (next < end && ids->get(next) < e)
-          ++next;
-        buffer->set(e, static_cast<double>(next));
-      }
+        buffer->set(e, uniform(rng));
     } else {
-      // Captured integers are sorted ids (documents, sequences).
-      int64_t id = 0;
-      for (int64_t e = 0; e < buffer->numElements(); ++e) {
-        if (e > 0 && rng() % 37 == 0)
-          ++id;
-        buffer->set(e, static_cast<double>(id));
-      }
-      ids = buffer.get();
+      fillCapture(*buffer, rng, runStarts[i] ? ids : nullptr);
+      if (!isFloat(kind) && !runStarts[i])
+        ids = buffer.get();
     }
-    if (roles.isCapture(i))
-      captures[arg] = buffer.get();
     buffers.push_back(std::move(buffer));
   }
   return buffers;
@@ -309,7 +284,7 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
 
   Roles roles = rolesOf(func, op);
   SmallVector<bool> runStarts = runStartFills(func, roles);
-  checkRegionsEvaluable(func, op, roles);
+  RegionPrograms programs = programsOf(func, op, roles);
 
   // The cases of the sweep, in order, and every case's shapes and memory,
   // checked before compiling.
@@ -364,9 +339,8 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
   for (const Problem &p : problems) {
     int64_t b = p.b, hq = p.hq, hkv = p.hkv, m = p.m, n = p.n;
     footprintOf(func, roles, p).announce();
-    llvm::DenseMap<Value, const HostTensor *> captures;
     std::vector<std::unique_ptr<HostTensor>> buffers =
-        freshInputs(func, roles, runStarts, p, rng, captures);
+        freshInputs(func, roles, runStarts, p, rng);
 
     // Large problems without regions are checked against the plain
     // float64 kernel on the GPU; the rest on the CPU, whose reference
@@ -384,9 +358,11 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
     // division by zero, a read out of bounds), that is an error before the
     // kernel, whose behaviour there is undefined too, runs and maybe traps.
     if (!gpuReference) {
-      RegionInterpreter interpreter(captures);
+      std::vector<const HostTensor *> arguments;
+      for (const std::unique_ptr<HostTensor> &buffer : buffers)
+        arguments.push_back(buffer.get());
       llvm::Expected<ReferenceResult> computed =
-          referenceAttention(op, interpreter, *buffers[roles.q],
+          referenceAttention(op, programs, arguments, *buffers[roles.q],
                              *buffers[roles.k], *buffers[roles.v], blockSizes);
       if (!computed)
         fail(caseName(p) + ": " + llvm::toString(computed.takeError()));

@@ -1,0 +1,55 @@
+//===- Reference.h - float64 reference of attention on the CPU --*- C++ -*-===//
+//
+// Computes what an attention means, straight from its definition, in double
+// precision: every score, the score_mod and mask_mod region programs
+// evaluated (Region.h, not by the compiler under test), one softmax per row.
+// attn-run and attn-bundle-run check kernels against it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNRUNTIME_REFERENCE_H
+#define ATTNRUNTIME_REFERENCE_H
+
+#include "AttnRuntime/HostTensor.h"
+#include "AttnRuntime/Region.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace attn_runtime {
+
+struct ReferenceAttention {
+  /// [B, Hq, M, D], [B, Hkv, N, D], [B, Hkv, N, Dv]: the (rounded) inputs the
+  /// kernel saw.
+  const HostTensor *q = nullptr, *k = nullptr, *v = nullptr;
+  double scale = 0;
+  bool causal = false;
+  /// With causal, a sliding window: q - kv <= window too (0: none).
+  int64_t window = 0;
+  /// The regions, or null for none.
+  const RegionProgram *maskMod = nullptr, *scoreMod = nullptr;
+  /// The function's arguments by number, which the regions' tensor.extract
+  /// reads (null where not given).
+  std::vector<const HostTensor *> arguments;
+  /// Called with every (b, h, q, kv) and whether it is visible, when set.
+  std::function<void(int64_t, int64_t, int64_t, int64_t, bool)> visit;
+};
+
+struct ReferenceResult {
+  std::vector<double> output;    // [B, Hq, M, Dv]
+  std::vector<double> logsumexp; // [B, Hq, M]; -inf for fully masked rows
+  /// (b, h, q, kv) elements that no mask removes: the useful work.
+  int64_t visiblePairs = 0;
+};
+
+/// Fails with the region and the (b, h, q, kv) position where a region's
+/// result is undefined. Regions see every position inside the problem,
+/// masked or not: kernels evaluate both regions on whole tiles and select
+/// afterwards, so a region undefined at a masked position is an error too.
+bool referenceAttention(const ReferenceAttention &problem,
+                        ReferenceResult &result, std::string &error);
+
+} // namespace attn_runtime
+
+#endif // ATTNRUNTIME_REFERENCE_H

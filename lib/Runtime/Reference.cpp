@@ -1,0 +1,100 @@
+//===- Reference.cpp - float64 reference of attention on the CPU ----------===//
+
+#include "AttnRuntime/Reference.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace attn_runtime;
+
+bool attn_runtime::referenceAttention(const ReferenceAttention &p,
+                                      ReferenceResult &result,
+                                      std::string &error) {
+  int64_t batches = p.q->shape()[0], heads = p.q->shape()[1],
+          rows = p.q->shape()[2], d = p.q->shape()[3];
+  int64_t kvHeads = p.k->shape()[1], n = p.k->shape()[2], dv = p.v->shape()[3];
+  int64_t group = heads / kvHeads;
+  double negInf = -std::numeric_limits<double>::infinity();
+  auto at = [&](const char *region, int64_t b, int64_t h, int64_t i, int64_t j,
+                const std::string &why) {
+    error = std::string(region) + " at (b, h, q, kv) = (" + std::to_string(b) +
+            ", " + std::to_string(h) + ", " + std::to_string(i) + ", " +
+            std::to_string(j) + "): " + why;
+    return false;
+  };
+
+  // Decode the inputs once; the loops below touch each element many times.
+  auto decode = [](const HostTensor &t) {
+    std::vector<double> values(t.numElements());
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      values[i] = t.get(i);
+    return values;
+  };
+  std::vector<double> qs = decode(*p.q), ks = decode(*p.k), vs = decode(*p.v);
+
+  result.output.assign(batches * heads * rows * dv, 0.0);
+  result.logsumexp.assign(batches * heads * rows, negInf);
+  result.visiblePairs = 0;
+  std::vector<double> scores(n);
+  std::vector<char> keep(n);
+  std::vector<Scalar> position(4), scoreArgs(5);
+  Scalar value;
+  std::string why;
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      int64_t hk = h / group;
+      for (int64_t i = 0; i < rows; ++i) {
+        double max = negInf;
+        for (int64_t j = 0; j < n; ++j) {
+          bool visible =
+              !p.causal || (j <= i && (p.window <= 0 || i - j <= p.window));
+          if (p.maskMod) {
+            position = {Scalar::ofInt(b), Scalar::ofInt(h), Scalar::ofInt(i),
+                        Scalar::ofInt(j)};
+            if (!evaluateRegion(*p.maskMod, position, p.arguments, value, why))
+              return at("mask_mod", b, h, i, j, why);
+            visible = visible && value.i != 0;
+          }
+          keep[j] = visible;
+          if (p.visit)
+            p.visit(b, h, i, j, visible);
+          if (!visible && !p.scoreMod)
+            continue;
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c)
+            dot += qs[((b * heads + h) * rows + i) * d + c] *
+                   ks[((b * kvHeads + hk) * n + j) * d + c];
+          double s = p.scale * dot;
+          if (p.scoreMod) {
+            scoreArgs = {Scalar::ofFloat(s), Scalar::ofInt(b), Scalar::ofInt(h),
+                         Scalar::ofInt(i), Scalar::ofInt(j)};
+            if (!evaluateRegion(*p.scoreMod, scoreArgs, p.arguments, value,
+                                why))
+              return at("score_mod", b, h, i, j, why);
+            s = value.f;
+          }
+          if (!visible)
+            continue;
+          ++result.visiblePairs;
+          scores[j] = s;
+          max = std::max(max, s);
+        }
+        if (max == negInf)
+          continue; // fully masked row: output 0, logsumexp -inf
+        double sum = 0;
+        for (int64_t j = 0; j < n; ++j)
+          if (keep[j])
+            sum += std::exp(scores[j] - max);
+        double *out = &result.output[((b * heads + h) * rows + i) * dv];
+        for (int64_t j = 0; j < n; ++j) {
+          if (!keep[j])
+            continue;
+          double weight = std::exp(scores[j] - max) / sum;
+          for (int64_t c = 0; c < dv; ++c)
+            out[c] += weight * vs[((b * kvHeads + hk) * n + j) * dv + c];
+        }
+        result.logsumexp[(b * heads + h) * rows + i] = max + std::log(sum);
+      }
+    }
+  return true;
+}
