@@ -28,6 +28,7 @@ import argparse
 import concurrent.futures
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -185,6 +186,22 @@ def program(rng, max_head_dim):
         positions = ["%b", "%h", "%qi", "%kv"]
         keep = bool_expr(r, rng.randrange(1, 4), positions, docs)
         mask_lines = r.lines + [f"        attn.yield {keep} : i1"]
+    # A block mask built for another problem than the attention's (sizes
+    # that disagree, or that no tensor can have): refused with a clear
+    # error, at the op or when the sizes are known, never read out of its
+    # bounds.
+    mismatch = None
+    sizes = {"batch": "%c1", "heads": "%hq", "q_len": "%m", "kv_len": "%n"}
+    if built_mask and rng.random() < 0.3:
+        mismatch = rng.choice(["batch", "heads", "q_len", "kv_len",
+                               "extreme"])
+        if mismatch == "extreme":
+            which = rng.choice(list(sizes))
+            sizes[which] = "%cx"
+            extreme = rng.choice([-1, -(1 << 40), 1 << 31, 1 << 62])
+        else:
+            sizes[mismatch] = {"batch": "%c2", "heads": "%c3",
+                               "q_len": "%n", "kv_len": "%c100"}[mismatch]
     if built_mask:
         qb = rng.choice([16, 32, 64, 128])
         kvb = rng.choice([16, 32, 64, 128])
@@ -192,11 +209,16 @@ def program(rng, max_head_dim):
         body += [
             "  %c1 = arith.constant 1 : index",
             "  %c2 = arith.constant 2 : index",
+            "  %c3 = arith.constant 3 : index",
+            "  %c100 = arith.constant 100 : index",
             f"  %hq = tensor.dim %q, %c1 : {qt}",
             f"  %m = tensor.dim %q, %c2 : {qt}",
             f"  %n = tensor.dim %k, %c2 : {qt}",
-            f"  %bm = attn.create_block_mask batch(%c1) heads(%hq) q_len(%m) "
-            f"kv_len(%n) : {mtype}",
+        ] + ([f"  %cx = arith.constant {extreme} : index"]
+             if mismatch == "extreme" else []) + [
+            f"  %bm = attn.create_block_mask batch({sizes['batch']}) "
+            f"heads({sizes['heads']}) q_len({sizes['q_len']}) "
+            f"kv_len({sizes['kv_len']}) : {mtype}",
             "      mask_mod {",
             "      ^bb0(%b: index, %h: index, %qi: index, %kv: index):",
         ] + mask_lines + ["      }"]
@@ -236,24 +258,36 @@ def program(rng, max_head_dim):
     what = (f"{dtype} D={d} Dv={dv} causal={causal} lse={lse} "
             f"score_mod={has_score} mask_mod={has_mask} "
             f"built_block_mask={built_mask} slopes={bool(slopes)} "
-            f"docs={bool(docs)}")
-    return text, flags, what
+            f"docs={bool(docs)}"
+            + (f" mismatched_block_mask={mismatch}" if mismatch else ""))
+    return text, flags, what, mismatch
 
 
 def check(a, out, number):
-    """(why program `number` is kept, or None; its cases that ran)."""
+    """(why program `number` is kept, or None; its cases that ran; whether
+    it was refused as it must be: a block mask of other sizes)."""
     rng = random.Random(f"{a.seed}:{number}")
-    text, flags, what = program(rng, a.max_head_dim)
+    text, flags, what, mismatch = program(rng, a.max_head_dim)
     path = os.path.join(out, f"program-{a.seed}-{number}.mlir")
     with open(path, "w") as f:
         f.write(text)
     # Generated programs must verify: one that does not is the generator's
-    # bug, reported as such.
+    # bug, reported as such; except sizes no tensor can have, which the
+    # verifier must refuse at the op.
     verify = subprocess.run([a.attn_opt, path, "-o", os.devnull],
                             capture_output=True, text=True)
+    if mismatch == "extreme":
+        if verify.returncode == 1 and re.search(
+                r"create_block_mask' op expected (batch|heads|q_len|kv_len) "
+                r"to lie in \[0, 2147483647\], but it is", verify.stderr):
+            os.remove(path)
+            return None, 0, True
+        return (f"program {number}: a block mask of an impossible size is "
+                f"not refused at the op ({what})\n"
+                f"{verify.stderr.strip()[:2000]}"), 0, False
     if verify.returncode != 0:
         return (f"program {number}: does not verify ({what})\n"
-                f"{verify.stderr.strip()[:2000]}"), 0
+                f"{verify.stderr.strip()[:2000]}"), 0, False
     for chip in filter(None, a.compile.split(",")):
         prefix = f"{path}-{chip}-"
         compiled = subprocess.run(
@@ -265,7 +299,7 @@ def check(a, out, number):
                 os.remove(os.path.join(out, name))
         if compiled.returncode != 0:
             return (f"program {number}: does not compile for {chip} "
-                    f"({what})\n{compiled.stderr.strip()[-2000:]}"), 0
+                    f"({what})\n{compiled.stderr.strip()[-2000:]}"), 0, False
     command = [a.attn_run, path, f"--target={a.target}",
                f"--seed={number}"] + flags
     chips = a.chip.split(",") if a.chip else []
@@ -281,13 +315,20 @@ def check(a, out, number):
         rc, log = "timeout", f"no answer in {a.timeout} s"
     summary = [line for line in log.splitlines() if "cases pass" in line]
     found = int(summary[-1].split()[1]) if summary else 0
-    if rc == 0:
+    # A block mask built for other sizes than a case's: attn-run's error
+    # (exit 2) from the shape contract, naming the block mask, before any
+    # kernel runs.
+    refused = (mismatch and rc == 2 and re.search(
+        r"attn-run: error: .*the block mask's (batch|heads|q_len|kv_len)",
+        log))
+    if rc == 0 or refused:
         os.remove(path)
-        return None, found
+        return None, found, bool(refused)
     with open(path + ".log", "w") as f:
         f.write(" ".join(command) + "\n" + log)
     return (f"program {number}: exit {rc} ({what})\n  {' '.join(command)}\n"
-            + "\n".join("  " + line for line in log.splitlines()[-6:])), found
+            + "\n".join("  " + line for line in log.splitlines()[-6:])), \
+        found, False
 
 
 def main():
@@ -312,11 +353,12 @@ def main():
     out = a.out or tempfile.mkdtemp(prefix="attn-random-programs-")
     os.makedirs(out, exist_ok=True)
     numbers = [a.only] if a.only >= 0 else list(range(a.count))
-    kept = cases = 0
+    kept = cases = refusals = 0
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        for done, (failure, found) in enumerate(
+        for done, (failure, found, refused) in enumerate(
                 pool.map(lambda n: check(a, out, n), numbers), 1):
             cases += found
+            refusals += refused
             if failure:
                 kept += 1
                 print(failure, flush=True)
@@ -325,7 +367,9 @@ def main():
                       flush=True)
     total = len(numbers)
     print(f"random_programs: {total - kept} of {total} programs agree with "
-          f"the reference ({cases} cases, target {a.target}, seed {a.seed})"
+          f"the reference or are refused as they must be ({cases} cases, "
+          f"{refusals} block masks of other sizes refused, target {a.target}, "
+          f"seed {a.seed})"
           + (f"; kept in {out}" if kept else ""))
     return 1 if kept else 0
 
