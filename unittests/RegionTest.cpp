@@ -3,10 +3,13 @@
 #include "AttnRuntime/Region.h"
 #include "AttnRuntime/HostTensor.h"
 #include "AttnRuntime/Json.h"
+#include "AttnRuntime/Reference.h"
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 
 using namespace attn_runtime;
@@ -131,6 +134,48 @@ TEST(RegionProgram, RefusesMalformedPrograms) {
               "type": "i32", "operands": [0]}], "yield": 1})"),
             "op 0 of a program reads no \"tensor\" (a function argument "
             "number)");
+}
+
+} // namespace
+
+namespace {
+
+TEST(ReferenceAttention, EmulatesTheFloat32KernelRoundedAsOurs) {
+  // bf16 inputs: the emulated kernel errs by P's rounding to bf16, about a
+  // unit of bf16's roundoff (2^-8), and a kernel within 1.25x of it passes.
+  HostTensor q(ElementKind::BF16, {1, 2, 8, 16}),
+      k(ElementKind::BF16, {1, 1, 40, 16}),
+      v(ElementKind::BF16, {1, 1, 40, 16});
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  for (HostTensor *t : {&q, &k, &v})
+    for (int64_t e = 0; e < t->numElements(); ++e)
+      t->set(e, uniform(rng));
+  ReferenceAttention problem;
+  problem.q = &q;
+  problem.k = &k;
+  problem.v = &v;
+  problem.scale = 0.25;
+  problem.causal = true;
+  problem.emulate = ElementKind::BF16;
+  ReferenceResult result;
+  std::string error;
+  ASSERT_TRUE(referenceAttention(problem, result, error)) << error;
+  ASSERT_EQ(result.emulated.size(), result.output.size());
+  HostTensor peer(ElementKind::BF16, {1, 2, 8, 16});
+  for (int64_t e = 0; e < peer.numElements(); ++e)
+    peer.set(e, result.emulated[e]);
+  bool finite;
+  double peerError = relativeError(peer, result.output, finite);
+  EXPECT_TRUE(finite);
+  EXPECT_GT(peerError, 1e-4);
+  EXPECT_LT(peerError, 1.6e-2);
+  EXPECT_DOUBLE_EQ(peerBound(ElementKind::BF16, peerError),
+                   1.25 * peerError + 1e-3);
+  // f32 has no peer to emulate.
+  problem.emulate = ElementKind::F32;
+  ASSERT_TRUE(referenceAttention(problem, result, error)) << error;
+  EXPECT_TRUE(result.emulated.empty());
 }
 
 } // namespace

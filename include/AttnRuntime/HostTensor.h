@@ -42,6 +42,15 @@ double roundTo(ElementKind kind, double value);
 /// bf16's (2^-8).
 double attentionTolerance(ElementKind kind, bool roundedProbabilities);
 
+/// The peer criterion for an f16 or bf16 GPU output: its relative error
+/// may be at most 1.25 times `peerError` (a peer's on the same inputs:
+/// SDPA flash's, or the float32 kernel rounded as attn's that
+/// ReferenceResult::emulated holds) plus 1/16 of attentionTolerance(kind,
+/// true) (on small or sharply peaked outputs a few roundings decide the
+/// error, and a peer may round luckier). bench/reference.py has the same
+/// constants.
+double peerBound(ElementKind kind, double peerError);
+
 /// The layout of a ranked memref descriptor with `Rank` dims.
 template <int Rank> struct MemRefDescriptor {
   void *allocated;

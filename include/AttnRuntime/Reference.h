@@ -32,6 +32,9 @@ struct ReferenceAttention {
   /// The function's arguments by number, which the regions' tensor.extract
   /// reads (null where not given).
   std::vector<const HostTensor *> arguments;
+  /// When f16 or bf16: also compute what a float32 kernel that rounds as
+  /// attn's tensor-core kernels do gives (ReferenceResult::emulated).
+  ElementKind emulate = ElementKind::F32;
   /// Called with every (b, h, q, kv) and whether it is visible, when set.
   std::function<void(int64_t, int64_t, int64_t, int64_t, bool)> visit;
 };
@@ -41,6 +44,13 @@ struct ReferenceResult {
   std::vector<double> logsumexp; // [B, Hq, M]; -inf for fully masked rows
   /// (b, h, q, kv) elements that no mask removes: the useful work.
   int64_t visiblePairs = 0;
+  /// With `emulate`: the output of an FA2-class kernel on these inputs,
+  /// exact but for its roundings: scores, their exponentials and row sums
+  /// in float32, P rounded to the input type before P V (as attn's and
+  /// FlashAttention's tensor-core kernels do), the output stored in the
+  /// input type. A kernel's error next to this one's is the peer
+  /// criterion's (docs/Benchmarking.md).
+  std::vector<double> emulated;
 };
 
 /// Fails with the region and the (b, h, q, kv) position where a region's

@@ -2,6 +2,7 @@
 
 #include "AttnRuntime/HostTensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -130,6 +131,10 @@ double attn_runtime::attentionTolerance(ElementKind kind,
   if (kind == ElementKind::BF16 && roundedProbabilities)
     return 1.6e-2;
   return kind == ElementKind::F16 || kind == ElementKind::BF16 ? 2e-3 : 1e-5;
+}
+
+double attn_runtime::peerBound(ElementKind kind, double peerError) {
+  return 1.25 * peerError + attentionTolerance(kind, true) / 16;
 }
 
 HostTensor::HostTensor(ElementKind kind, std::vector<int64_t> shape)

@@ -37,6 +37,30 @@ bool attn_runtime::referenceAttention(const ReferenceAttention &p,
   result.visiblePairs = 0;
   std::vector<double> scores(n);
   std::vector<char> keep(n);
+  bool emulate =
+      p.emulate == ElementKind::F16 || p.emulate == ElementKind::BF16;
+  result.emulated.assign(emulate ? batches * heads * rows * dv : 0, 0.0);
+  std::vector<float> weights(emulate ? n : 0);
+  // One row of the float32 kernel: the row's scores (`scores`, `keep`)
+  // rounded to float32, P rounded to the input type, the output stored in
+  // it; `values` is the row's V.
+  auto emulateRow = [&](int64_t at, const double *values) {
+    float top = -std::numeric_limits<float>::infinity(), total = 0;
+    for (int64_t j = 0; j < n; ++j)
+      if (keep[j])
+        top = std::max(top, static_cast<float>(scores[j]));
+    for (int64_t j = 0; j < n; ++j) {
+      float w = keep[j] ? std::exp(static_cast<float>(scores[j]) - top) : 0.0f;
+      total += w;
+      weights[j] = static_cast<float>(roundTo(p.emulate, w));
+    }
+    for (int64_t c = 0; c < dv; ++c) {
+      float sum = 0;
+      for (int64_t j = 0; j < n; ++j)
+        sum += weights[j] * static_cast<float>(values[j * dv + c]);
+      result.emulated[at + c] = roundTo(p.emulate, sum / total);
+    }
+  };
   std::vector<Scalar> position(4), scoreArgs(5);
   Scalar value;
   std::string why;
@@ -81,6 +105,9 @@ bool attn_runtime::referenceAttention(const ReferenceAttention &p,
         }
         if (max == negInf)
           continue; // fully masked row: output 0, logsumexp -inf
+        if (emulate)
+          emulateRow(((b * heads + h) * rows + i) * dv,
+                     &vs[(b * kvHeads + hk) * n * dv]);
         double sum = 0;
         for (int64_t j = 0; j < n; ++j)
           if (keep[j])

@@ -313,6 +313,12 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
           ? sweep.tolerance
           : attentionTolerance(*kindOf(elementType),
                                /*roundedProbabilities=*/gpu != nullptr);
+  // f16 and bf16 on the GPU: the peer criterion (peerBound) against the
+  // float32 kernel rounded as ours, where the CPU reference runs and no
+  // --tolerance was given.
+  ElementKind kind = *kindOf(elementType);
+  bool peerCriterion = gpu && sweep.tolerance <= 0 &&
+                       (kind == ElementKind::F16 || kind == ElementKind::BF16);
   if (!sweep.json)
     llvm::outs() << "attn-run: target=" << where << " @" << func.getName()
                  << " dtype=" << typeName << " D=" << op.getHeadDim()
@@ -361,9 +367,10 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
       std::vector<const HostTensor *> arguments;
       for (const std::unique_ptr<HostTensor> &buffer : buffers)
         arguments.push_back(buffer.get());
-      llvm::Expected<ReferenceResult> computed =
-          referenceAttention(op, programs, arguments, *buffers[roles.q],
-                             *buffers[roles.k], *buffers[roles.v], blockSizes);
+      llvm::Expected<ReferenceResult> computed = referenceAttention(
+          op, programs, arguments, *buffers[roles.q], *buffers[roles.k],
+          *buffers[roles.v], blockSizes,
+          peerCriterion ? buffers[roles.q]->kind() : ElementKind::F32);
       if (!computed)
         fail(caseName(p) + ": " + llvm::toString(computed.takeError()));
       ref = std::move(*computed);
@@ -417,7 +424,17 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
     bool lseFinite = true;
     if (roles.lse)
       lseError = logsumexpError(*buffers[*roles.lse], ref.logsumexp, lseFinite);
-    bool pass = finite && lseFinite && error <= allowed && lseError <= allowed;
+    // The output's bound: the peer's where the CPU reference emulated it.
+    double bound = allowed, peerError = -1;
+    if (!ref.emulated.empty()) {
+      HostTensor peer(buffers[roles.out]->kind(), buffers[roles.out]->shape());
+      for (int64_t e = 0; e < peer.numElements(); ++e)
+        peer.set(e, ref.emulated[e]);
+      bool peerFinite;
+      peerError = relativeError(peer, ref.output, peerFinite);
+      bound = peerBound(kind, peerError);
+    }
+    bool pass = finite && lseFinite && error <= bound && lseError <= allowed;
     ++cases;
     failures += !pass;
     worst = worseError(worst, worseError(error, lseError));
@@ -440,6 +457,9 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
           "  B={0} Hq={1} Hkv={2} M={3} N={4}: run {5:f3} ms ({7:f3} "
           "useful TFLOP/s, density {8:f3}), error {6:e}",
           b, hq, hkv, m, n, runMs, error, tflops, density);
+      if (peerError >= 0)
+        llvm::outs() << llvm::formatv(" (peer {0:e}, bound {1:e})", peerError,
+                                      bound);
       if (roles.lse)
         llvm::outs() << llvm::formatv(", logsumexp error {0:e}", lseError);
       if (!finite || !lseFinite)

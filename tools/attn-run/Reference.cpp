@@ -40,7 +40,7 @@ llvm::Expected<ReferenceResult> attn_run::referenceAttention(
     attn::AttentionOp op, const RegionPrograms &programs,
     const std::vector<const HostTensor *> &arguments, const HostTensor &q,
     const HostTensor &k, const HostTensor &v,
-    std::pair<int64_t, int64_t> blockSizes) {
+    std::pair<int64_t, int64_t> blockSizes, attn_runtime::ElementKind emulate) {
   ReferenceResult result;
   result.blocks =
       BlockPattern(q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2],
@@ -54,6 +54,7 @@ llvm::Expected<ReferenceResult> attn_run::referenceAttention(
   problem.maskMod = programs.maskMod ? &*programs.maskMod : nullptr;
   problem.scoreMod = programs.scoreMod ? &*programs.scoreMod : nullptr;
   problem.arguments = arguments;
+  problem.emulate = emulate;
   problem.visit = [&](int64_t b, int64_t h, int64_t i, int64_t j,
                       bool visible) {
     result.blocks.mark(b, h, i, j, visible);
@@ -65,5 +66,6 @@ llvm::Expected<ReferenceResult> attn_run::referenceAttention(
   result.output = std::move(computed.output);
   result.logsumexp = std::move(computed.logsumexp);
   result.visiblePairs = computed.visiblePairs;
+  result.emulated = std::move(computed.emulated);
   return result;
 }

@@ -44,6 +44,9 @@ struct ReferenceResult {
   int64_t visiblePairs = 0;
   /// The blocks of `blockSizes` that hold visible elements.
   BlockPattern blocks;
+  /// With `emulate` f16 or bf16: the float32 kernel rounded as attn's
+  /// (attn_runtime::ReferenceResult::emulated).
+  std::vector<double> emulated;
 };
 
 /// q, k, v hold the (rounded) inputs the kernel saw; `arguments` are the
@@ -53,7 +56,8 @@ llvm::Expected<ReferenceResult>
 referenceAttention(mlir::attn::AttentionOp op, const RegionPrograms &programs,
                    const std::vector<const HostTensor *> &arguments,
                    const HostTensor &q, const HostTensor &k,
-                   const HostTensor &v, std::pair<int64_t, int64_t> blockSizes);
+                   const HostTensor &v, std::pair<int64_t, int64_t> blockSizes,
+                   attn_runtime::ElementKind emulate);
 
 } // namespace attn_run
 
