@@ -4,7 +4,7 @@
 // expression tree over two arguments), and to the bundle reader as
 // bundle.json; for every bundle that loads, checks a few argument shapes
 // against each function's shape contract and evaluates every launch
-// expression for them, as a launch would. Any crash,
+// expression for them, as a launch would, and every region program. Any crash,
 // sanitizer report, timeout or out-of-memory is a bug in the runtime: its
 // readers must end in an error for every input.
 //
@@ -14,7 +14,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttnRuntime/Bundle.h"
+#include "AttnRuntime/HostTensor.h"
 #include "AttnRuntime/Json.h"
+#include "AttnRuntime/Region.h"
 #include "AttnRuntime/ShapeCheck.h"
 
 #include <cstdint>
@@ -87,6 +89,32 @@ void exercise(const Function &function) {
       (void)launch.params(args, params, error, &environment);
     }
   }
+  // Region programs, evaluated at positions that meet integer edges, with
+  // a small captured tensor of each kind for every argument they read:
+  // any value or error, never undefined behaviour.
+  HostTensor ints(ElementKind::I32, {3}), floats(ElementKind::F32, {3});
+  for (int64_t e = 0; e < 3; ++e) {
+    ints.set(e, e - 1);
+    floats.set(e, 0.5 * e);
+  }
+  for (const Computation &c : function.computes)
+    for (const Computation::Region *region : {&c.maskMod, &c.scoreMod}) {
+      if (!region->hasProgram)
+        continue;
+      const RegionProgram &program = region->program;
+      for (int64_t value : {int64_t(0), int64_t(2), int64_t(-1),
+                            std::numeric_limits<int64_t>::min()}) {
+        std::vector<Scalar> args;
+        for (const ScalarType &type : program.args)
+          args.push_back(type.isFloat ? Scalar::ofFloat(value * 0.75)
+                                      : Scalar::ofInt(value));
+        std::vector<const HostTensor *> arguments(numArgs + 1, &ints);
+        arguments[value & 1] = &floats;
+        Scalar result;
+        std::string why;
+        (void)evaluateRegion(program, args, arguments, result, why);
+      }
+    }
   // Shapes the contract must refuse: one argument short, negative sizes.
   std::vector<std::vector<int64_t>> shapes(function.contract.argDims);
   (void)function.checkArguments(shapes);
