@@ -2,6 +2,7 @@
 
 #include "AttnRuntime/Reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -69,6 +70,9 @@ bool attn_runtime::referenceAttention(const ReferenceAttention &p,
       int64_t hk = h / group;
       for (int64_t i = 0; i < rows; ++i) {
         double max = negInf;
+        // A NaN score that no mask removes makes the row's softmax NaN, as
+        // in PyTorch (std::max would silently skip it).
+        bool nanRow = false;
         for (int64_t j = 0; j < n; ++j) {
           bool visible =
               !p.causal || (j <= i && (p.window <= 0 || i - j <= p.window));
@@ -102,17 +106,27 @@ bool attn_runtime::referenceAttention(const ReferenceAttention &p,
           ++result.visiblePairs;
           scores[j] = s;
           max = std::max(max, s);
+          nanRow |= std::isnan(s);
+        }
+        int64_t row = (b * heads + h) * rows + i;
+        if (nanRow) {
+          double nan = std::numeric_limits<double>::quiet_NaN();
+          std::fill_n(&result.output[row * dv], dv, nan);
+          if (emulate)
+            std::fill_n(&result.emulated[row * dv], dv, nan);
+          result.logsumexp[row] = nan;
+          continue;
         }
         if (max == negInf)
           continue; // fully masked row: output 0, logsumexp -inf
         if (emulate)
-          emulateRow(((b * heads + h) * rows + i) * dv,
+          emulateRow(row * dv,
                      &vs[(b * kvHeads + hk) * n * dv]);
         double sum = 0;
         for (int64_t j = 0; j < n; ++j)
           if (keep[j])
             sum += std::exp(scores[j] - max);
-        double *out = &result.output[((b * heads + h) * rows + i) * dv];
+        double *out = &result.output[row * dv];
         for (int64_t j = 0; j < n; ++j) {
           if (!keep[j])
             continue;
@@ -120,7 +134,7 @@ bool attn_runtime::referenceAttention(const ReferenceAttention &p,
           for (int64_t c = 0; c < dv; ++c)
             out[c] += weight * vs[((b * kvHeads + hk) * n + j) * dv + c];
         }
-        result.logsumexp[(b * heads + h) * rows + i] = max + std::log(sum);
+        result.logsumexp[row] = max + std::log(sum);
       }
     }
   return true;

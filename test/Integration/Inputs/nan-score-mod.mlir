@@ -1,4 +1,5 @@
-// A score_mod that yields NaN: the summary must not hide the NaN error.
+// A score_mod that yields NaN: every row's softmax is NaN, in the kernel
+// and in the reference, as in PyTorch.
 func.func @attention(%q: tensor<1x1x128x64xbf16>, %k: tensor<1x1x300x64xbf16>, %v: tensor<1x1x300x16xbf16>, %o: tensor<1x1x128x16xf32>, %l: tensor<1x1x128xf32>, %cap0: tensor<0xf32>) -> (tensor<1x1x128x16xf32>, tensor<1x1x128xf32>) {
   %r:2 = attn.attention ins(%q, %k, %v : tensor<1x1x128x64xbf16>, tensor<1x1x300x64xbf16>, tensor<1x1x300x16xbf16>)
       outs(%o, %l : tensor<1x1x128x16xf32>, tensor<1x1x128xf32>) {causal}
