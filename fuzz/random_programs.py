@@ -3,9 +3,11 @@
 
 Generates random valid attention programs (a random score_mod over the
 score, the positions and a captured float tensor; a random mask_mod of
-comparisons, modular arithmetic and a captured int tensor; random dtype,
-head dims, causal, logsumexp, a block mask built in the function or derived
-by the pipeline) and runs each through `attn-run`, which compiles it for the
+comparisons, modular arithmetic and a captured int tensor, both read at a
+position or at an index computed from positions; random dtype, head dims,
+causal, logsumexp, a block mask built in the function (sometimes for other
+sizes than the attention's, which must be refused) or derived by the
+pipeline) and runs each through `attn-run`, which compiles it for the
 target (the CPU JIT, or the GPU through the CUDA driver) and compares every
 case of a random shape sweep (B, Hq:Hkv, M, N with 1, odd and multi-block
 lengths) with its float64 reference interpreter of the same program.
@@ -66,6 +68,24 @@ class Region:
         return self.emit_raw(f"arith.sitofp {i} : i64 to f32")
 
 
+def computed_index(r, a, b):
+    """An index computed from positions a and b that is at most max(a, b),
+    so that it stays inside a capture that a or b may index."""
+    op = r.rng.randrange(5)
+    if op == 0:
+        return r.emit(f"arith.maxui {a}, {b}", "index")
+    if op == 1:
+        return r.emit(f"arith.minui {a}, {b}", "index")
+    if op == 2:
+        total = r.emit(f"arith.addi {a}, {b}", "index")
+        return r.emit(f"arith.shrui {total}, {r.index_const(1)}", "index")
+    if op == 3:
+        return r.emit(f"arith.divui {a}, {r.index_const(r.rng.choice([2, 3]))}",
+                      "index")
+    return r.emit(f"arith.remui {a}, {r.index_const(r.rng.choice([5, 64]))}",
+                  "index")
+
+
 def float_expr(r, depth, s, positions, slopes):
     """A random f32 expression of bounded size and magnitude."""
     rng = r.rng
@@ -79,6 +99,8 @@ def float_expr(r, depth, s, positions, slopes):
             return r.emit(f"arith.mulf {p}, {r.f32_const(rng.choice([0.01, -0.02, 0.125]))}", "f32")
         if choice == 2 and slopes:
             h = positions[1]
+            if rng.random() < 0.4:
+                h = computed_index(r, h, h)
             return r.emit_raw(f"tensor.extract {slopes}[{h}] : tensor<?xf32>")
         return r.f32_const(rng.uniform(-2.0, 2.0))
     a = float_expr(r, depth - 1, s, positions, slopes)
@@ -131,7 +153,8 @@ def bool_expr(r, depth, positions, docs):
             z = r.index_const(rng.randrange(2))
             return r.emit_raw(f"arith.cmpi ne, {x}, {z} : index")
         if choice == 3 and docs:
-            dq = r.emit_raw(f"tensor.extract {docs}[{q}] : tensor<?xi32>")
+            at = computed_index(r, q, kv) if rng.random() < 0.4 else q
+            dq = r.emit_raw(f"tensor.extract {docs}[{at}] : tensor<?xi32>")
             dk = r.emit_raw(f"tensor.extract {docs}[{kv}] : tensor<?xi32>")
             return r.emit_raw(f"arith.cmpi eq, {dq}, {dk} : i32")
         if choice == 4:
