@@ -121,6 +121,12 @@ double relativeError(const HostTensor &out, const std::vector<double> &ref,
 double logsumexpError(const HostTensor &lse, const std::vector<double> &ref,
                       bool &allFinite);
 
+/// The relative error (relativeError) of `emulated`, the peer's output,
+/// stored as `out` is, against the float64 `reference`: what peerBound
+/// takes.
+double peerError(const std::vector<double> &emulated,
+                 const std::vector<double> &reference, const HostTensor &out);
+
 } // namespace attn_runtime
 
 #endif // ATTNRUNTIME_HOSTTENSOR_H

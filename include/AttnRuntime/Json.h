@@ -42,6 +42,10 @@ struct JsonValue {
   bool integer(int64_t &out) const;
 };
 
+/// The strings "inf", "-inf" and "nan", which bundles write for the
+/// numbers JSON lacks: true, with `value` set, when `json` is one of them.
+bool nonFiniteNumber(const JsonValue &json, double &value);
+
 /// Arrays and objects nest at most this deep: the reader recurses once per
 /// level, and bundles nest seven levels around their launch expressions,
 /// which nest up to kMaxExprDepth (Bundle.h) objects deep.

@@ -425,15 +425,9 @@ bool readOperand(const JsonValue &json, const Function &function,
   }
   if (*kind == "f32") {
     operand.kind = Operand::Kind::F32;
-    const std::string *special = value ? json.getString("value") : nullptr;
-    if (special && (*special == "inf" || *special == "-inf")) {
-      operand.f32 = (*special)[0] == '-'
-                        ? -std::numeric_limits<float>::infinity()
-                        : std::numeric_limits<float>::infinity();
-      return true;
-    }
-    if (special && *special == "nan") {
-      operand.f32 = std::numeric_limits<float>::quiet_NaN();
+    double special;
+    if (value && nonFiniteNumber(*value, special)) {
+      operand.f32 = static_cast<float>(special);
       return true;
     }
     // Read as f32 from its text, so that the writer's shortest text for an

@@ -310,3 +310,13 @@ double attn_runtime::logsumexpError(const HostTensor &lse,
   }
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
+
+double attn_runtime::peerError(const std::vector<double> &emulated,
+                               const std::vector<double> &reference,
+                               const HostTensor &out) {
+  HostTensor peer(out.kind(), out.shape());
+  for (int64_t e = 0; e < peer.numElements(); ++e)
+    peer.set(e, emulated[e]);
+  bool finite;
+  return relativeError(peer, reference, finite);
+}

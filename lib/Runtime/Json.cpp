@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <limits>
 
 using namespace attn_runtime;
 
@@ -228,4 +229,18 @@ private:
 bool attn_runtime::parseJson(const std::string &text, JsonValue &value,
                              std::string &error) {
   return Parser(text).parse(value, error);
+}
+
+bool attn_runtime::nonFiniteNumber(const JsonValue &json, double &value) {
+  if (json.kind != JsonValue::Kind::String)
+    return false;
+  if (json.string == "nan") {
+    value = std::numeric_limits<double>::quiet_NaN();
+    return true;
+  }
+  if (json.string != "inf" && json.string != "-inf")
+    return false;
+  value = json.string[0] == '-' ? -std::numeric_limits<double>::infinity()
+                                : std::numeric_limits<double>::infinity();
+  return true;
 }

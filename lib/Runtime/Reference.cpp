@@ -120,8 +120,7 @@ bool attn_runtime::referenceAttention(const ReferenceAttention &p,
         if (max == negInf)
           continue; // fully masked row: output 0, logsumexp -inf
         if (emulate)
-          emulateRow(row * dv,
-                     &vs[(b * kvHeads + hk) * n * dv]);
+          emulateRow(row * dv, &vs[(b * kvHeads + hk) * n * dv]);
         double sum = 0;
         for (int64_t j = 0; j < n; ++j)
           if (keep[j])

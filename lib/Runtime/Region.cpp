@@ -3,10 +3,6 @@
 #include "AttnRuntime/Region.h"
 #include "AttnRuntime/Json.h"
 
-#include <cmath>
-#include <cstdlib>
-#include <limits>
-
 using namespace attn_runtime;
 
 namespace {
@@ -277,9 +273,8 @@ bool RegionProgram::fromJson(const JsonValue &json, RegionProgram &program,
     program.args.push_back(type);
   }
   for (const JsonValue &entry : ops->array) {
-    std::string at = "op " + std::to_string(program.ops.size()) +
-                     " of a "
-                     "program";
+    std::string at =
+        "op " + std::to_string(program.ops.size()) + " of a program";
     RegionOp op;
     const std::string *name = entry.getString("op"),
                       *type = entry.getString("type");
@@ -313,17 +308,10 @@ bool RegionProgram::fromJson(const JsonValue &json, RegionProgram &program,
       const JsonValue *value = entry.get("value");
       bool ok = value != nullptr;
       if (ok && op.type.isFloat) {
-        // Non-finite values are written as "inf", "-inf", "nan".
         if (value->kind == JsonValue::Kind::Number)
           op.constant.f = value->number;
-        else if (value->kind == JsonValue::Kind::String &&
-                 (value->string == "inf" || value->string == "-inf" ||
-                  value->string == "nan"))
-          op.constant.f = value->string == "nan"
-                              ? std::numeric_limits<double>::quiet_NaN()
-                              : std::strtod(value->string.c_str(), nullptr);
         else
-          ok = false;
+          ok = nonFiniteNumber(*value, op.constant.f);
       } else if (ok) {
         ok = value->integer(op.constant.i);
       }

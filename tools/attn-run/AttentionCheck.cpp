@@ -425,14 +425,10 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
     if (roles.lse)
       lseError = logsumexpError(*buffers[*roles.lse], ref.logsumexp, lseFinite);
     // The output's bound: the peer's where the CPU reference emulated it.
-    double bound = allowed, peerError = -1;
+    double bound = allowed, peer = -1;
     if (!ref.emulated.empty()) {
-      HostTensor peer(buffers[roles.out]->kind(), buffers[roles.out]->shape());
-      for (int64_t e = 0; e < peer.numElements(); ++e)
-        peer.set(e, ref.emulated[e]);
-      bool peerFinite;
-      peerError = relativeError(peer, ref.output, peerFinite);
-      bound = peerBound(kind, peerError);
+      peer = peerError(ref.emulated, ref.output, *buffers[roles.out]);
+      bound = peerBound(kind, peer);
     }
     bool pass = finite && lseFinite && error <= bound && lseError <= allowed;
     ++cases;
@@ -457,8 +453,8 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
           "  B={0} Hq={1} Hkv={2} M={3} N={4}: run {5:f3} ms ({7:f3} "
           "useful TFLOP/s, density {8:f3}), error {6:e}",
           b, hq, hkv, m, n, runMs, error, tflops, density);
-      if (peerError >= 0)
-        llvm::outs() << llvm::formatv(" (peer {0:e}, bound {1:e})", peerError,
+      if (peer >= 0)
+        llvm::outs() << llvm::formatv(" (peer {0:e}, bound {1:e})", peer,
                                       bound);
       if (roles.lse)
         llvm::outs() << llvm::formatv(", logsumexp error {0:e}", lseError);
