@@ -38,6 +38,10 @@ go --target=gpu --dtype=f16 --score-mod=alibi --causal $sweep
 go --target=gpu --dtype=bf16 --score-mod=softcap:30 --causal $sweep
 go --target=gpu --dtype=f32 --score-mod=relative $sweep
 go --target=gpu --dtype=f32 --score-mod=checkerboard --mask=document $sweep
+# NaN scores: the rows' outputs and logsumexps are NaN on every kernel.
+for strategy in mma-sync wgmma wgmma-ws; do
+  go --target=gpu test/Integration/Inputs/nan-score-mod.mlir --strategy=$strategy
+done
 # The plain float64 reference kernel on the GPU: it agrees with the CPU's
 # on the matrix, and checks shapes too large for the CPU.
 go --target=gpu --dtype=bf16 --head-dim=128 --causal --lse --reference=gpu $sweep

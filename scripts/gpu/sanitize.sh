@@ -12,8 +12,8 @@
 # Parts: attention (SIMT, mma.sync, wgmma and the warp-specialized TMA
 # kernel over head dims and dtypes), masks (every mask_mod and score_mod
 # variant, captured buffers, block masks built in the call), softmax (short
-# and split rows), python (empty problems and given block-mask lists, through
-# attn.Kernel). Default: all. TOOLS overrides the tool list. Each case runs
+# and split rows), python (empty problems, given block-mask lists and concurrent
+# calls on several streams, through attn.Kernel). Default: all. TOOLS overrides the tool list. Each case runs
 # attn-run's float64 check too. A finding (an error, a hazard, a failed
 # check, a run past CASE_TIMEOUT seconds, default 600) fails the run. Logs
 # under ${OUT:-/tmp}/sanitize.log.
@@ -105,11 +105,14 @@ python_part() {
   export PYTHONPATH=$PWD/build-runtime/python:/tmp/site
   # Only attn's kernels are checked (but by initcheck): PyTorch's own run
   # unchecked.
-  only=(--kernel-name kns=attention_kernel --kernel-name kns=block_mask_kernel)
+  only=(--kernel-name kns=attention_kernel --kernel-name kns=block_mask_kernel
+    --kernel-name kns=softmax_kernel)
   sanitize "empty problems, block mask built in the call" \
     python3 bench/empty_problems.py gpu-bundles/bench-bf16-d128-document512-bundle.json
   sanitize "given lists, out-of-range indices" \
     python3 bench/bad_block_lists.py gpu-bundles/bench-bf16-d128-window1024-given-bundle.json
+  sanitize "two threads, two streams, workspace growing" \
+    python3 bench/concurrent_calls.py gpu-bundles 1
   only=()
 }
 
