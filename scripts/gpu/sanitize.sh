@@ -7,15 +7,17 @@
 # the runtime's package (scripts/gpu/runtime.sh) and gpu-bundles/
 # (scripts/gpu/make-bundles.sh).
 #
-#   scripts/gpu/sanitize.sh [attention|masks|softmax|python]...
+#   scripts/gpu/sanitize.sh [attention|masks|softmax|python|streams]...
 #
 # Parts: attention (SIMT, mma.sync, wgmma and the warp-specialized TMA
 # kernel over head dims and dtypes), masks (every mask_mod and score_mod
 # variant, captured buffers, block masks built in the call), softmax (short
-# and split rows), python (empty problems, given block-mask lists and concurrent
-# calls on several streams, through attn.Kernel). Default: all. TOOLS overrides the tool list. Each case runs
-# attn-run's float64 check too. A finding (an error, a hazard, a failed
-# check, a run past CASE_TIMEOUT seconds, default 600) fails the run. Logs
+# and split rows), python (empty problems and given block-mask lists,
+# through attn.Kernel), streams (calls from two threads on several streams
+# at once, bench/concurrent_calls.py). Default: all. TOOLS overrides the
+# tool list. Each case runs its own float64 or bit-exact check too. A
+# finding (an error, a hazard, a failed check, a run past CASE_TIMEOUT
+# seconds, default 600) fails the run. Logs
 # under ${OUT:-/tmp}/sanitize.log.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,7 +26,7 @@ sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-san
 [ -x "$sanitizer" ] || { echo "no compute-sanitizer"; exit 1; }
 tools=${TOOLS:-memcheck racecheck synccheck initcheck}
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(attention masks softmax python)
+[ ${#parts[@]} -gt 0 ] || parts=(attention masks softmax python streams)
 status=0
 cases=0
 # Sanitizer options that pick the kernels to check (none: all).
@@ -105,13 +107,20 @@ python_part() {
   export PYTHONPATH=$PWD/build-runtime/python:/tmp/site
   # Only attn's kernels are checked (but by initcheck): PyTorch's own run
   # unchecked.
-  only=(--kernel-name kns=attention_kernel --kernel-name kns=block_mask_kernel
-    --kernel-name kns=softmax_kernel)
+  only=(--kernel-name kns=attention_kernel --kernel-name kns=block_mask_kernel)
   sanitize "empty problems, block mask built in the call" \
     python3 bench/empty_problems.py gpu-bundles/bench-bf16-d128-document512-bundle.json
   sanitize "given lists, out-of-range indices" \
     python3 bench/bad_block_lists.py gpu-bundles/bench-bf16-d128-window1024-given-bundle.json
-  sanitize "two threads, two streams, workspace growing" \
+  only=()
+}
+
+streams_part() {
+  [ -d build-runtime/python ] || { echo "streams: no build-runtime (scripts/gpu/runtime.sh)"; status=1; return; }
+  export PYTHONPATH=$PWD/build-runtime/python:/tmp/site
+  only=(--kernel-name kns=attention_kernel --kernel-name kns=block_mask_kernel
+    --kernel-name kns=softmax_kernel)
+  sanitize "two threads, several streams, a workspace growing" \
     python3 bench/concurrent_calls.py gpu-bundles 1
   only=()
 }
@@ -122,6 +131,7 @@ for part in "${parts[@]}"; do
   masks) masks ;;
   softmax) softmax ;;
   python) python_part ;;
+  streams) streams_part ;;
   *) echo "unknown part '$part'"; exit 2 ;;
   esac
 done
