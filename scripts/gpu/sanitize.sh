@@ -60,7 +60,14 @@ sanitize() { # label, command...
   done
 }
 
-tar -xJf gpu-tools/attn-run.tar.xz -C /tmp || exit 1
+# attn-run is unpacked only for the parts that run it, so that parts
+# running at once in several processes do not unpack it over each other.
+unpacked=0
+unpack() {
+  [ $unpacked -eq 1 ] && return
+  tar -xJf gpu-tools/attn-run.tar.xz -C /tmp || exit 1
+  unpacked=1
+}
 # attn-run's libraries only for attn-run: Python must keep the machine's.
 run=(env LD_LIBRARY_PATH=/tmp/attn-run/lib /tmp/attn-run/bin/attn-run
   --target=gpu --repeat=0)
@@ -127,9 +134,9 @@ streams_part() {
 
 for part in "${parts[@]}"; do
   case $part in
-  attention) attention ;;
-  masks) masks ;;
-  softmax) softmax ;;
+  attention) unpack; attention ;;
+  masks) unpack; masks ;;
+  softmax) unpack; softmax ;;
   python) python_part ;;
   streams) streams_part ;;
   *) echo "unknown part '$part'"; exit 2 ;;
