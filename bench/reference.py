@@ -31,14 +31,15 @@ ROW_FACTOR = 4
 # attn next to a peer on the same inputs (SDPA's flash backend; where SDPA
 # cannot express the problem, FlexAttention or a float32 kernel rounded as
 # attn's is): attn's Frobenius error may be at most PEER_FACTOR times the
-# peer's plus PEER_FLOOR times TOLERANCE (two kernels' roundings differ, and
-# on small or sharply peaked outputs a few of them decide the error: a
-# correct kernel must not fail a peer that happened to round luckier). Both
+# peer's plus PEER_FLOOR, half the output type's unit roundoff (two
+# kernels' roundings differ, and on small or sharply peaked outputs a few
+# of them decide the error: a correct kernel must not fail a peer that
+# happened to round luckier, down to an error of 0). Both
 # round P to the input type before P V, so a correct kernel errs as the
 # peer does; a fixed bound as loose as bf16's TOLERANCE would pass an error
 # seven times theirs.
 PEER_FACTOR = 1.25
-PEER_FLOOR = 1 / 16
+PEER_FLOOR = {"f32": 2.0**-25, "f16": 2.0**-12, "bf16": 2.0**-9}
 
 # Softmax: gpu_check.softmax_error (the error beyond what storing in the
 # output type must cost).
@@ -319,8 +320,7 @@ def verdict(dtype, measured, peer=None, peer_name="the peer"):
       the logsumexp's error <= TOLERANCE[dtype], -inf exactly where the
         reference's is;
       with `peer` (the errors of a peer on the same inputs, which passed):
-        Frobenius error <= PEER_FACTOR * the peer's
-                           + PEER_FLOOR * TOLERANCE[dtype]."""
+        Frobenius error <= PEER_FACTOR * the peer's + PEER_FLOOR[dtype]."""
     tol = TOLERANCE[dtype]
     if not measured.get("finite", True):
         return "NaN or inf"
@@ -334,10 +334,10 @@ def verdict(dtype, measured, peer=None, peer_name="the peer"):
         if measured["lse_err"] > tol:
             return f"lse err {measured['lse_err']:.2e} > {tol:.1e}"
     if peer is not None:
-        bound = PEER_FACTOR * peer["err"] + PEER_FLOOR * tol
-        if measured["err"] > bound:
+        floor = PEER_FLOOR[dtype]
+        if measured["err"] > PEER_FACTOR * peer["err"] + floor:
             return (f"err {measured['err']:.2e} > {PEER_FACTOR:g}x "
-                    f"{peer_name}'s {peer['err']:.2e} + {PEER_FLOOR * tol:.1e}")
+                    f"{peer_name}'s {peer['err']:.2e} + {floor:.1e}")
     return None
 
 

@@ -45,10 +45,11 @@ double attentionTolerance(ElementKind kind, bool roundedProbabilities);
 /// The peer criterion for an f16 or bf16 GPU output: its relative error
 /// may be at most 1.25 times `peerError` (a peer's on the same inputs:
 /// SDPA flash's, or the float32 kernel rounded as attn's that
-/// ReferenceResult::emulated holds) plus 1/16 of attentionTolerance(kind,
-/// true) (on small or sharply peaked outputs a few roundings decide the
-/// error, and a peer may round luckier). bench/reference.py has the same
-/// constants.
+/// ReferenceResult::emulated holds) plus half the output type's unit
+/// roundoff (2^-12 for f16, 2^-9 for bf16): on small or sharply peaked
+/// outputs a few roundings to the output type decide the error, and a
+/// peer may round luckier, down to an error of 0. bench/reference.py has
+/// the same constants.
 double peerBound(ElementKind kind, double peerError);
 
 /// The layout of a ranked memref descriptor with `Rank` dims.

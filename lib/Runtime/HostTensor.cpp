@@ -134,7 +134,10 @@ double attn_runtime::attentionTolerance(ElementKind kind,
 }
 
 double attn_runtime::peerBound(ElementKind kind, double peerError) {
-  return 1.25 * peerError + attentionTolerance(kind, true) / 16;
+  double halfRoundoff = kind == ElementKind::BF16  ? 0x1p-9
+                        : kind == ElementKind::F16 ? 0x1p-12
+                                                   : 0x1p-25;
+  return 1.25 * peerError + halfRoundoff;
 }
 
 HostTensor::HostTensor(ElementKind kind, std::vector<int64_t> shape)

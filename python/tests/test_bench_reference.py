@@ -193,15 +193,20 @@ def test_verdict_rules():
     assert ref.verdict("bf16", dict(ok, row=0.07)).startswith("row err")
     assert ref.verdict("bf16", dict(ok, row=0.06)) is None
     # Next to a peer on the same inputs: at most PEER_FACTOR times its
-    # error plus PEER_FLOOR times the tolerance (1e-3 for bf16).
+    # error plus PEER_FLOOR, half a unit roundoff (2^-9 for bf16).
     peer = {"err": 2.6e-3, "row": 5e-3, "finite": True}
     assert ref.PEER_FACTOR == 1.25
-    assert ref.verdict("bf16", dict(ok, err=4.25e-3), peer) is None
-    why = ref.verdict("bf16", dict(ok, err=4.3e-3), peer, "SDPA flash")
-    assert why == "err 4.30e-03 > 1.25x SDPA flash's 2.60e-03 + 1.0e-03"
+    assert ref.PEER_FLOOR == {"f32": 2.0**-25, "f16": 2.0**-12,
+                              "bf16": 2.0**-9}
+    assert ref.verdict("bf16", dict(ok, err=5.2e-3), peer) is None
+    why = ref.verdict("bf16", dict(ok, err=5.3e-3), peer, "SDPA flash")
+    assert why == "err 5.30e-03 > 1.25x SDPA flash's 2.60e-03 + 2.0e-03"
     exact_peer = dict(peer, err=0.0)
-    assert ref.verdict("bf16", dict(ok, err=1e-3), exact_peer) is None
-    assert ref.verdict("bf16", dict(ok, err=1.1e-3), exact_peer)
+    assert ref.verdict("bf16", dict(ok, err=1.9e-3), exact_peer) is None
+    assert ref.verdict("bf16", dict(ok, err=2e-3), exact_peer)
+    small = {"err": 1.3e-4, "row": 2e-4, "finite": True}
+    assert ref.verdict("f16", small, exact_peer) is None
+    assert ref.verdict("f16", dict(small, err=2.5e-4), exact_peer)
     assert ref.verdict("bf16", dict(ok, lse_err=1e-6, lse_inf=True)) is None
     assert ref.verdict("bf16", dict(ok, lse_err=0.02, lse_inf=True))
     assert ref.SOFTMAX_TOLERANCE == {"f32": 1e-6, "f16": 1e-3, "bf16": 1e-3}

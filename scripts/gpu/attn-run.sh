@@ -42,6 +42,9 @@ go --target=gpu --dtype=f32 --score-mod=checkerboard --mask=document $sweep
 for strategy in mma-sync wgmma wgmma-ws; do
   go --target=gpu test/Integration/Inputs/nan-score-mod.mlir --strategy=$strategy
 done
+# Programs the GPU fuzzer found (test/Integration/random-programs.test).
+go --target=gpu test/Integration/Inputs/uniform-scores.mlir --chip=sm_80 \
+  --seed=1407 --batch=1,3 --heads=4:4 --q-len=2,300 --kv-len=2,17
 # The plain float64 reference kernel on the GPU: it agrees with the CPU's
 # on the matrix, and checks shapes too large for the CPU.
 go --target=gpu --dtype=bf16 --head-dim=128 --causal --lse --reference=gpu $sweep
