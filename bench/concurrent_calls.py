@@ -3,7 +3,7 @@
 once, on their own streams and on one shared stream, must give what the
 same calls give one after another, bit for bit.
 
-  python3 bench/concurrent_calls.py gpu-bundles [ROUNDS]
+  python3 bench/concurrent_calls.py gpu-bundles [ROUNDS] [--small]
 
 The jobs use the runtime's workspace and scratch buffer in every way a
 bundle can: a block mask built in the call (the document mask), given
@@ -15,7 +15,9 @@ each queuing bursts of calls into outputs of its own before waiting, and
 every result is compared with the answer. One thread also grows its
 stream's workspace while both have work queued (softmax rows getting
 longer), so that a buffer is replaced under queued work. Prints one line
-per scenario and exits 1 on any difference.
+per scenario and exits 1 on any difference. --small shrinks every problem
+(1024 keys, 4 heads, softmax rows of 2^16 split in two) for compute-sanitizer, under
+which the full sizes take minutes a call.
 """
 
 import os
@@ -56,15 +58,15 @@ def block_lists(n, block, window):
             for t in (counts, indices, full_counts, full_indices)]
 
 
-def make_jobs(directory):
+def make_jobs(directory, small):
     """name -> (kernel, inputs, output shapes and dtypes)."""
     g = torch.Generator(device="cuda").manual_seed(0)
 
     def rand(*shape, dtype=torch.bfloat16):
         return torch.randn(*shape, generator=g, device="cuda").to(dtype)
 
-    n, b, h, d = 4096, 1, 16, 128
-    q, k, v = rand(b, h, n, d), rand(b, 4, n, d), rand(b, 4, n, d)
+    n, b, h, d = (1024, 1, 4, 128) if small else (4096, 1, 16, 128)
+    q, k, v = rand(b, h, n, d), rand(b, h // 4, n, d), rand(b, h // 4, n, d)
     documents = torch.arange(n, device="cuda", dtype=torch.int32) // 512
     out = ((b, h, n, d), torch.bfloat16)
     jobs = {
@@ -78,10 +80,11 @@ def make_jobs(directory):
             (bundle(directory, "bench-bf16-d128-causal"),
              [q, k, v, None], [out]),
     }
-    rows = rand(8, 1 << 18, dtype=torch.float32)
+    row = 1 << (16 if small else 18)
+    rows = rand(8, row, dtype=torch.float32)
     jobs["softmax (split rows)"] = (bundle(directory, "softmax-f32"),
                                     [rows, None],
-                                    [((8, 1 << 18), torch.float32)])
+                                    [((8, row), torch.float32)])
     return jobs
 
 
@@ -104,13 +107,13 @@ def call(job, stream=None):
     return outputs
 
 
-def growing_softmax(directory):
+def growing_softmax(directory, small):
     """Softmax jobs whose rows get longer: each needs a larger workspace
     than the last on a fresh stream."""
     kernel = bundle(directory, "softmax-f32")
     g = torch.Generator(device="cuda").manual_seed(1)
     jobs = []
-    for log2 in range(12, 21):
+    for log2 in range(12, 19 if small else 21):
         x = torch.randn(16, 1 << log2, generator=g, device="cuda")
         jobs.append((kernel, [x, None], [((16, 1 << log2), torch.float32)]))
     return jobs
@@ -175,19 +178,23 @@ def run_scenario(name, jobs, answers, streams, rounds, grow):
         detail += f", {len(mismatches)} differ (first: {mismatches[0]})"
     if errors:
         detail += f", {len(errors)} raised (first: {errors[0]})"
-    print(f"concurrent_calls {name}: {calls} calls{detail}: {result}")
+    print(f"concurrent_calls {name}: {calls} calls{detail}: {result}",
+          flush=True)
     return result == "PASS"
 
 
 def main():
-    directory = sys.argv[1]
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 20
-    jobs = make_jobs(directory)
+    small = "--small" in sys.argv[1:]
+    args = [a for a in sys.argv[1:] if a != "--small"]
+    directory = args[0]
+    rounds = int(args[1]) if len(args) > 1 else 20
+    jobs = make_jobs(directory, small)
     # The answers come from a stream of their own, so that the default
     # stream's buffers are still to grow when a scenario uses it.
     with attn.Stream() as alone:
         answers = {key: call(job, alone) for key, job in jobs.items()}
-        grow = [(job, call(job, alone)) for job in growing_softmax(directory)]
+        grow = [(job, call(job, alone))
+                for job in growing_softmax(directory, small)]
         # Repeated alone, each job must already be bit-for-bit reproducible.
         ok = True
         for key, job in jobs.items():

@@ -128,7 +128,7 @@ streams_part() {
   only=(--kernel-name kns=attention_kernel --kernel-name kns=block_mask_kernel
     --kernel-name kns=softmax_kernel)
   sanitize "two threads, several streams, a workspace growing" \
-    python3 bench/concurrent_calls.py gpu-bundles 1
+    python3 bench/concurrent_calls.py gpu-bundles 1 --small
   only=()
 }
 
