@@ -1,13 +1,15 @@
 //===- Decompose.cpp - every attn op to linalg on tensors -----------------===//
 //
-// attn-decompose: attn.merge_splits, attn.attention (the flash loop) and
-// attn.softmax, then the attn.online_softmax steps they leave, each through
-// its own decomposition (AggregatedOpInterface on the op). The per-op
-// passes run one of these steps alone.
+// attn-decompose: attn.merge_splits, attn.attention (the flash loop),
+// attn.attention_grad (BackwardLoops.h) and attn.softmax, then the
+// attn.online_softmax steps they leave, each through its own decomposition
+// (AggregatedOpInterface on the op). The per-op passes run one of these
+// steps alone.
 //
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Transforms/BackwardLoops.h"
 #include "AttnDialect/Transforms/FlashLoop.h"
 #include "AttnDialect/Transforms/Passes.h"
 
@@ -68,6 +70,8 @@ struct DecomposePass : attn::impl::DecomposeBase<DecomposePass> {
     if (failed(decomposeAll<MergeSplitsOp>(root)) ||
         failed(
             decomposeAttentionOps(root, kvTile, boundsChecks, getArgument())) ||
+        failed(decomposeAttentionGradOps(root, kvTile, boundsChecks,
+                                         getArgument())) ||
         failed(decomposeSoftmaxOps(root, rowTile, getArgument())) ||
         failed(decomposeAll<OnlineSoftmaxOp>(root)))
       signalPassFailure();

@@ -1,6 +1,7 @@
 //===- RegionInliner.cpp - attn.attention's regions, inlined -------------===//
 
 #include "AttnDialect/Transforms/RegionInliner.h"
+#include "AttnDialect/IR/ScoreModDerivative.h"
 #include "AttnDialect/Transforms/Passes.h"
 #include "AttnDialect/Utils/ArithUtils.h"
 
@@ -43,12 +44,15 @@ bool isSignedDivision(Operation *op) {
 
 Value RegionInliner::scoreMod(OpBuilder &builder, Location loc, Value score,
                               Value b, Value h, Value q, Value kv) {
-  return inlineRegion(builder, loc, *scoreModRegion, {score, b, h, q, kv});
+  IRMapping mapping;
+  return inlineRegion(builder, loc, *scoreModRegion, {score, b, h, q, kv},
+                      mapping);
 }
 
 Value RegionInliner::maskMod(OpBuilder &builder, Location loc, Value b, Value h,
                              Value q, Value kv) {
-  return inlineRegion(builder, loc, *maskModRegion, {b, h, q, kv});
+  IRMapping mapping;
+  return inlineRegion(builder, loc, *maskModRegion, {b, h, q, kv}, mapping);
 }
 
 /// The type of a value of `type` evaluated in i32: index and integers wider
@@ -170,9 +174,20 @@ Value RegionInliner::maskModI32(OpBuilder &builder, Location l, Value b,
       cast<YieldOp>(block.getTerminator()).getValues()[0]);
 }
 
-Value RegionInliner::inlineRegion(OpBuilder &builder, Location l,
-                                  Region &region, ValueRange args) {
+std::pair<Value, Value>
+RegionInliner::scoreModAndDerivative(OpBuilder &builder, Location loc,
+                                     Value score, Value b, Value h, Value q,
+                                     Value kv) {
   IRMapping mapping;
+  Value value = inlineRegion(builder, loc, *scoreModRegion,
+                             {score, b, h, q, kv}, mapping);
+  return {value,
+          buildScoreModDerivative(builder, loc, *scoreModRegion, mapping)};
+}
+
+Value RegionInliner::inlineRegion(OpBuilder &builder, Location l,
+                                  Region &region, ValueRange args,
+                                  IRMapping &mapping) {
   Block &block = region.front();
   mapping.map(block.getArguments(), args);
   int64_t regionId = &region == scoreModRegion ? 0 : 1;

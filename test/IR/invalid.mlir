@@ -622,7 +622,7 @@ func.func @f(%bm: !attn.block_mask<q_block = 128, kv_block = 128>) {
 // -----
 
 func.func @f() {
-  // expected-error @+1 {{'attn.yield' op expects parent op to be one of 'attn.attention, attn.create_block_mask'}}
+  // expected-error @+1 {{'attn.yield' op expects parent op to be one of 'attn.attention, attn.attention_grad, attn.create_block_mask'}}
   attn.yield
 }
 

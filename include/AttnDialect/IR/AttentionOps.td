@@ -175,6 +175,88 @@ def Attn_AttentionOp : Attn_Op<"attention", [
 }
 
 //===----------------------------------------------------------------------===//
+// attn.attention_grad
+//===----------------------------------------------------------------------===//
+
+def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
+    DestinationStyleOpInterface, Pure]> {
+  let summary = "gradients of attn.attention with respect to Q, K and V";
+  let description = [{
+    The backward pass of an `attn.attention` with the same scale, causal
+    flag and regions: given the forward's inputs Q, K, V, its output O and
+    logsumexp L ([B, Hq, M], f32, natural log) and the gradient dO of a loss
+    with respect to O, computes dQ, dK and dV. With s = scale * Q.K^T and
+    s' = score_mod(s, b, h, q, kv) (masked positions -inf):
+
+    ```
+    Delta[i]  = sum_d dO[i, d] * O[i, d]
+    P[i, j]   = exp(s'[i, j] - L[i])          (0 where masked or L is -inf)
+    dV[j]     = sum_i P[i, j] * dO[i]          (summed over a kv head's
+    dP[i, j]  = dO[i] . V[j]                    query heads under GQA)
+    dS[i, j]  = P[i, j] * (dP[i, j] - Delta[i]) * d score_mod / d s
+    dQ[i]     = scale * sum_j dS[i, j] * K[j]
+    dK[j]     = scale * sum_i dS[i, j] * Q[i]
+    ```
+
+    Nothing of size M x N is stored: P is recomputed from Q, K and L. Rows
+    with no unmasked key (L = -inf) contribute nothing, so their dQ is 0;
+    keys no query sees get dK = dV = 0.
+
+    `outs` holds dQ, dK and dV, shaped as Q, K and V, each f16, bf16 or f32
+    (accumulation is f32). The score_mod's derivative with respect to the
+    score is taken by the chain rule over its arith and math ops (see
+    docs/Backward.md); an op with no derivative on the score's path (a
+    cast to an integer, floor, ...) is refused here, naming the op.
+
+    ```mlir
+    %dq, %dk, %dv = attn.attention_grad
+        ins(%q, %k, %v, %o, %do, %lse : tensor<2x8x?x64xf16>,
+            tensor<2x2x?x64xf16>, tensor<2x2x?x64xf16>, tensor<2x8x?x64xf16>,
+            tensor<2x8x?x64xf16>, tensor<2x8x?xf32>)
+        outs(%dq0, %dk0, %dv0 : tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>,
+             tensor<2x2x?x64xf32>) {causal}
+        -> tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>, tensor<2x2x?x64xf32>
+    ```
+  }];
+
+  let arguments = (ins AnyRankedTensor:$query,
+                       AnyRankedTensor:$key,
+                       AnyRankedTensor:$value,
+                       AnyRankedTensor:$output,
+                       AnyRankedTensor:$grad_output,
+                       AnyRankedTensor:$logsumexp,
+                       Variadic<AnyRankedTensor>:$outputs,
+                       OptionalAttr<F32Attr>:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region MaxSizedRegion<1>:$score_mod,
+                        MaxSizedRegion<1>:$mask_mod);
+
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `,` $value `,` $output `,` $grad_output `,`
+              $logsumexp `:` type($query) `,` type($key) `,` type($value) `,`
+              type($output) `,` type($grad_output) `,` type($logsumexp) `)`
+    `outs` `(` $outputs `:` type($outputs) `)`
+    attr-dict
+    (`score_mod` $score_mod^)?
+    (`mask_mod` $mask_mod^)?
+    `->` type($results)
+  }];
+
+  let extraClassDeclaration = [{
+    /// The scale applied to Q.K^T: the attribute, or 1/sqrt(D).
+    float getScaleValue();
+    int64_t getHeadDim() { return getQuery().getType().getShape()[3]; }
+    int64_t getValueHeadDim() { return getValue().getType().getShape()[3]; }
+    bool hasScoreMod() { return !getScoreMod().empty(); }
+    bool hasMaskMod() { return !getMaskMod().empty(); }
+    MutableOperandRange getDpsInitsMutable() { return getOutputsMutable(); }
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // attn.merge_splits
 //===----------------------------------------------------------------------===//
 

@@ -16,7 +16,7 @@ include "AttnDialect/IR/HostOps.td"
 
 def Attn_YieldOp : Attn_Op<"yield", [
     Pure, ReturnLike, Terminator,
-    ParentOneOf<["AttentionOp", "CreateBlockMaskOp"]>]> {
+    ParentOneOf<["AttentionOp", "AttentionGradOp", "CreateBlockMaskOp"]>]> {
   let summary = "yields the value of a score_mod or mask_mod region";
   let arguments = (ins Variadic<AnyType>:$values);
   let builders = [OpBuilder<(ins), [{ /* nothing to build */ }]>];

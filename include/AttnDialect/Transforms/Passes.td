@@ -44,7 +44,9 @@ def Decompose : Pass<"attn-decompose"> {
   let description = [{
     Decomposes, in order: `attn.merge_splits`; `attn.attention` into its
     flash loop (as `attn-decompose-attention`, with `kv-tile` and
-    `bounds-checks`); `attn.softmax` into `attn.online_softmax` steps (as
+    `bounds-checks`); `attn.attention_grad` into its backward loop (per
+    batch and query head, a kv-tile loop that recomputes P and feeds dQ, dK
+    and dV; docs/Backward.md); `attn.softmax` into `attn.online_softmax` steps (as
     `attn-decompose-softmax`, with `row-tile`); and then every
     `attn.online_softmax`. Each op other than attention decomposes through
     its `AggregatedOpInterface` implementation, so

@@ -39,10 +39,19 @@ public:
         checks(checks), approximateMath(approximateMath) {}
   RegionInliner(CreateBlockMaskOp op, RegionChecks checks)
       : maskModRegion(&op.getMaskMod()), checks(checks) {}
+  RegionInliner(AttentionGradOp op, RegionChecks checks)
+      : scoreModRegion(&op.getScoreMod()), maskModRegion(&op.getMaskMod()),
+        checks(checks) {}
 
   /// score_mod(score, b, h, q, kv): the f32 score to use.
   Value scoreMod(OpBuilder &builder, Location loc, Value score, Value b,
                  Value h, Value q, Value kv);
+  /// score_mod(score, b, h, q, kv) and its derivative with respect to the
+  /// score (ScoreModDerivative.h), both f32.
+  std::pair<Value, Value> scoreModAndDerivative(OpBuilder &builder,
+                                                Location loc, Value score,
+                                                Value b, Value h, Value q,
+                                                Value kv);
   /// mask_mod(b, h, q, kv): i1, true to keep the element.
   Value maskMod(OpBuilder &builder, Location loc, Value b, Value h, Value q,
                 Value kv);
@@ -58,7 +67,7 @@ public:
 
 private:
   Value inlineRegion(OpBuilder &builder, Location loc, Region &region,
-                     ValueRange args);
+                     ValueRange args, IRMapping &mapping);
   /// Clones `nested` with `checks` applied to it and the ops in its
   /// regions.
   void cloneChecked(OpBuilder &builder, Operation &nested, IRMapping &mapping,

@@ -60,6 +60,13 @@ struct ChooseKernelPass : attn::impl::ChooseKernelBase<ChooseKernelPass> {
     }
     if (failed(checkOptions()))
       return signalPassFailure();
+    WalkResult backward = getOperation()->walk([](AttentionGradOp op) {
+      op.emitOpError() << "has no GPU kernel yet; attn-lower-to-cpu "
+                          "computes it";
+      return WalkResult::interrupt();
+    });
+    if (backward.wasInterrupted())
+      return signalPassFailure();
     // Ops inside kernels are parts of other kernels.
     WalkResult walk = getOperation()->walk([&](AttentionOp op) {
       if (inGpuKernel(op))

@@ -1,0 +1,121 @@
+//===- AttentionGradOp.cpp - attn.attention_grad --------------------------===//
+
+#include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/IR/ScoreModDerivative.h"
+#include "VerifyUtils.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::detail;
+
+float AttentionGradOp::getScaleValue() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToFloat();
+  return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
+}
+
+LogicalResult AttentionGradOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType q = getQuery().getType(), k = getKey().getType(),
+                   v = getValue().getType(), o = getOutput().getType(),
+                   dO = getGradOutput().getType(),
+                   lse = getLogsumexp().getType();
+  if (failed(verifyRank(op, "query", q, 4, "[B, Hq, M, D]")) ||
+      failed(verifyRank(op, "key", k, 4, "[B, Hkv, N, D]")) ||
+      failed(verifyRank(op, "value", v, 4, "[B, Hkv, N, Dv]")) ||
+      failed(verifyRank(op, "output", o, 4, "[B, Hq, M, Dv]")) ||
+      failed(verifyRank(op, "grad_output", dO, 4, "[B, Hq, M, Dv]")) ||
+      failed(verifyLogsumexp(op, lse, "[B, Hq, M]")))
+    return failure();
+  if (getOutputs().size() != 3)
+    return emitOpError() << "expected 3 outputs (dQ, dK, dV), but got "
+                         << getOutputs().size();
+
+  Type elementType = q.getElementType();
+  if (!isSupportedFloat(elementType))
+    return emitOpError() << "expected query element type to be f16, bf16 or "
+                            "f32, but got "
+                         << elementType;
+  if (k.getElementType() != elementType || v.getElementType() != elementType)
+    return emitOpError() << "expected key and value element types to equal "
+                            "the query's ("
+                         << elementType << "), but got " << k.getElementType()
+                         << " and " << v.getElementType();
+  const std::pair<const char *, RankedTensorType> rowInputs[] = {
+      {"output", o}, {"grad_output", dO}};
+  for (const auto &[name, type] : rowInputs)
+    if (!isSupportedFloat(type.getElementType()))
+      return emitOpError() << "expected " << name
+                           << " element type to be f16, bf16 or f32, but got "
+                           << type.getElementType();
+  if (failed(verifyHeadDim(op, "query", q)) ||
+      failed(verifyHeadDim(op, "value", v)))
+    return failure();
+
+  // Q, K and V are the forward's; O, dO and the logsumexp are per query
+  // row; dQ, dK and dV are shaped as Q, K and V.
+  if (failed(verifySameDim(op, "batch", "query", q, 0, "key", k, 0)) ||
+      failed(verifySameDim(op, "batch", "query", q, 0, "value", v, 0)) ||
+      failed(verifySameDim(op, "head dim D", "query", q, 3, "key", k, 3)) ||
+      failed(verifySameDim(op, "kv heads", "key", k, 1, "value", v, 1)) ||
+      failed(verifySameDim(op, "kv length N", "key", k, 2, "value", v, 2)))
+    return failure();
+  static const char *const rowDims[] = {"batch", "query heads",
+                                        "query length M"};
+  const std::pair<const char *, RankedTensorType> perRow[] = {
+      {"output", o}, {"grad_output", dO}, {"logsumexp", lse}};
+  for (const auto &[name, type] : perRow)
+    for (unsigned dim = 0; dim < 3; ++dim)
+      if (failed(verifySameDim(op, rowDims[dim], "query", q, dim, name, type,
+                               dim)))
+        return failure();
+  for (const auto &[name, type] : ArrayRef(perRow).drop_back())
+    if (failed(verifySameDim(op, "value head dim Dv", "value", v, 3, name, type,
+                             3)))
+      return failure();
+
+  int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
+  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
+      (hkv == 0 || hq % hkv != 0))
+    return emitOpError() << "expected query heads (" << hq
+                         << ") to be a multiple of key/value heads (" << hkv
+                         << ")";
+  if (std::optional<APFloat> scale = getScale())
+    if (failed(verifyScale(op, scale->convertToFloat())))
+      return failure();
+
+  const char *gradNames[] = {"dQ", "dK", "dV"};
+  RankedTensorType primals[] = {q, k, v};
+  for (auto [i, init] : llvm::enumerate(getOutputs())) {
+    auto type = cast<RankedTensorType>(init.getType());
+    if (type.getShape() != primals[i].getShape())
+      return emitOpError() << "expected " << gradNames[i] << " (output #" << i
+                           << ") to have the shape of "
+                           << StringRef(gradNames[i]).drop_front() << " "
+                           << primals[i] << ", but got " << type;
+    if (!isSupportedFloat(type.getElementType()))
+      return emitOpError() << "expected " << gradNames[i]
+                           << " element type to be f16, bf16 or f32, but got "
+                           << type.getElementType();
+  }
+  return verifyResultsMatchOutputs(op, getResults(), getOutputs());
+}
+
+LogicalResult AttentionGradOp::verifyRegions() {
+  MLIRContext *ctx = getContext();
+  Type index = IndexType::get(ctx), f32 = Float32Type::get(ctx);
+  if (hasScoreMod() &&
+      (failed(verifyModRegion(getOperation(), getScoreMod(), "score_mod",
+                              {f32, index, index, index, index}, f32,
+                              "[score, b, h, q, kv]")) ||
+       failed(verifyScoreModDifferentiable(getOperation(), getScoreMod()))))
+    return failure();
+  if (hasMaskMod() &&
+      failed(verifyModRegion(getOperation(), getMaskMod(), "mask_mod",
+                             {index, index, index, index},
+                             IntegerType::get(ctx, 1), "[b, h, q, kv]")))
+    return failure();
+  return success();
+}

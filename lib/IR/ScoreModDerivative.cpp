@@ -1,0 +1,214 @@
+//===- ScoreModDerivative.cpp - d score_mod / d score ---------------------===//
+
+#include "AttnDialect/IR/ScoreModDerivative.h"
+#include "AttnDialect/IR/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Ops whose tangent buildScoreModDerivative knows.
+bool hasDerivativeRule(Operation *op) {
+  return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
+             arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp,
+             arith::MaxNumFOp, arith::MinNumFOp, arith::SelectOp, arith::ExtFOp,
+             arith::TruncFOp, math::ExpOp, math::Exp2Op, math::LogOp,
+             math::TanhOp, math::SqrtOp, math::RsqrtOp, math::AbsFOp,
+             math::FmaOp>(op);
+}
+
+/// Whether `op` reads a value of `path`, directly or inside its regions.
+bool readsPath(Operation *op, const llvm::DenseSet<Value> &path) {
+  bool reads = false;
+  op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      reads |= path.contains(operand);
+  });
+  return reads;
+}
+
+/// The values of `scoreMod` computed from its score argument that carry a
+/// derivative, in op order; fails on `op` at an op that has none.
+FailureOr<llvm::DenseSet<Value>> scorePath(Operation *op, Region &scoreMod) {
+  Block &block = scoreMod.front();
+  llvm::DenseSet<Value> path = {block.getArgument(0)};
+  for (Operation &nested : block.without_terminator()) {
+    if (!readsPath(&nested, path))
+      continue;
+    // A comparison gives an i1 with no derivative; a select on it picks
+    // the derivative of its branch.
+    if (isa<arith::CmpFOp>(nested))
+      continue;
+    if (auto select = dyn_cast<arith::SelectOp>(nested)) {
+      if (path.contains(select.getTrueValue()) ||
+          path.contains(select.getFalseValue()))
+        path.insert(select.getResult());
+      continue;
+    }
+    if (nested.getNumRegions() == 0 && hasDerivativeRule(&nested)) {
+      path.insert(nested.getResult(0));
+      continue;
+    }
+    InFlightDiagnostic diag =
+        op->emitOpError()
+        << "needs the derivative of its score_mod with respect to the score, "
+           "but '"
+        << nested.getName() << "' on the score's path has none";
+    diag.attachNote(nested.getLoc())
+        << "here; the derivative is known for arith add, sub, mul, div, neg, "
+           "min/max and select, float casts, and math exp, exp2, log, tanh, "
+           "sqrt, rsqrt, absf and fma";
+    return failure();
+  }
+  return path;
+}
+
+/// Builds tangents of one inlined score_mod. A null tangent is zero.
+class TangentBuilder {
+public:
+  TangentBuilder(OpBuilder &b, Location loc, const IRMapping &mapping)
+      : b(b), loc(loc), mapping(mapping) {}
+
+  Value primal(Value v) { return mapping.lookupOrDefault(v); }
+  Value tangent(Value v) { return tangents.lookup(v); }
+  void setTangent(Value v, Value t) {
+    if (t)
+      tangents[v] = t;
+  }
+  Value constant(Type type, double value) {
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+  }
+  Value add(Value x, Value y) {
+    if (!x || !y)
+      return x ? x : y;
+    return arith::AddFOp::create(b, loc, x, y);
+  }
+  Value mul(Value x, Value y) {
+    if (!x || !y)
+      return Value();
+    return arith::MulFOp::create(b, loc, x, y);
+  }
+  Value neg(Value x) { return x ? arith::NegFOp::create(b, loc, x) : x; }
+  /// select(c, x, y) where either may be zero (null).
+  Value select(Value c, Value x, Value y, Type type) {
+    if (!x && !y)
+      return Value();
+    return arith::SelectOp::create(b, loc, c, x ? x : constant(type, 0.0),
+                                   y ? y : constant(type, 0.0));
+  }
+
+  /// The tangent of `op`'s result from its operands' tangents.
+  Value rule(Operation *op);
+
+private:
+  OpBuilder &b;
+  Location loc;
+  const IRMapping &mapping;
+  llvm::DenseMap<Value, Value> tangents;
+};
+
+Value TangentBuilder::rule(Operation *op) {
+  auto operand = [&](unsigned i) { return primal(op->getOperand(i)); };
+  auto dOperand = [&](unsigned i) { return tangent(op->getOperand(i)); };
+  Value result = primal(op->getResult(0));
+  Type type = op->getResult(0).getType();
+  using arith::CmpFPredicate;
+  auto pick = [&](CmpFPredicate predicate) {
+    Value firstWins =
+        arith::CmpFOp::create(b, loc, predicate, operand(0), operand(1));
+    return select(firstWins, dOperand(0), dOperand(1), type);
+  };
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](arith::AddFOp) { return add(dOperand(0), dOperand(1)); })
+      .Case([&](arith::SubFOp) { return add(dOperand(0), neg(dOperand(1))); })
+      .Case([&](arith::MulFOp) {
+        return add(mul(dOperand(0), operand(1)), mul(operand(0), dOperand(1)));
+      })
+      .Case([&](arith::DivFOp) {
+        // (da - (a / b) db) / b
+        Value numerator = add(dOperand(0), neg(mul(result, dOperand(1))));
+        return numerator
+                   ? Value(arith::DivFOp::create(b, loc, numerator, operand(1)))
+                   : Value();
+      })
+      .Case([&](arith::NegFOp) { return neg(dOperand(0)); })
+      .Case([&](arith::MaximumFOp) { return pick(CmpFPredicate::OGE); })
+      .Case([&](arith::MaxNumFOp) { return pick(CmpFPredicate::OGE); })
+      .Case([&](arith::MinimumFOp) { return pick(CmpFPredicate::OLE); })
+      .Case([&](arith::MinNumFOp) { return pick(CmpFPredicate::OLE); })
+      .Case([&](arith::SelectOp) {
+        return select(operand(0), dOperand(1), dOperand(2), type);
+      })
+      .Case([&](arith::ExtFOp) {
+        return Value(arith::ExtFOp::create(b, loc, type, dOperand(0)));
+      })
+      .Case([&](arith::TruncFOp) {
+        return Value(arith::TruncFOp::create(b, loc, type, dOperand(0)));
+      })
+      .Case([&](math::ExpOp) { return mul(result, dOperand(0)); })
+      .Case([&](math::Exp2Op) {
+        return mul(mul(result, constant(type, std::log(2.0))), dOperand(0));
+      })
+      .Case([&](math::LogOp) {
+        return Value(arith::DivFOp::create(b, loc, dOperand(0), operand(0)));
+      })
+      .Case([&](math::TanhOp) {
+        Value square = mul(result, result);
+        Value slope =
+            arith::SubFOp::create(b, loc, constant(type, 1.0), square);
+        return mul(slope, dOperand(0));
+      })
+      .Case([&](math::SqrtOp) {
+        Value half = arith::DivFOp::create(b, loc, constant(type, 0.5), result);
+        return mul(half, dOperand(0));
+      })
+      .Case([&](math::RsqrtOp) {
+        Value cube = mul(mul(result, result), result);
+        return mul(mul(constant(type, -0.5), cube), dOperand(0));
+      })
+      .Case([&](math::AbsFOp) {
+        Value negative = arith::CmpFOp::create(b, loc, CmpFPredicate::OLT,
+                                               operand(0), constant(type, 0.0));
+        return select(negative, neg(dOperand(0)), dOperand(0), type);
+      })
+      .Case([&](math::FmaOp) {
+        return add(
+            add(mul(dOperand(0), operand(1)), mul(operand(0), dOperand(1))),
+            dOperand(2));
+      })
+      .Default([](Operation *) { return Value(); });
+}
+
+} // namespace
+
+LogicalResult mlir::attn::verifyScoreModDifferentiable(Operation *op,
+                                                       Region &scoreMod) {
+  return success(succeeded(scorePath(op, scoreMod)));
+}
+
+Value mlir::attn::buildScoreModDerivative(OpBuilder &builder, Location loc,
+                                          Region &scoreMod,
+                                          const IRMapping &mapping) {
+  Block &block = scoreMod.front();
+  FailureOr<llvm::DenseSet<Value>> path =
+      scorePath(block.getParentOp(), scoreMod);
+  assert(succeeded(path) && "score_mod must be differentiable");
+  TangentBuilder tangents(builder, loc, mapping);
+  Type f32 = builder.getF32Type();
+  tangents.setTangent(block.getArgument(0), tangents.constant(f32, 1.0));
+  for (Operation &nested : block.without_terminator())
+    if (nested.getNumResults() == 1 && path->contains(nested.getResult(0)))
+      tangents.setTangent(nested.getResult(0), tangents.rule(&nested));
+  Value yielded = cast<YieldOp>(block.getTerminator()).getValues()[0];
+  Value derivative = tangents.tangent(yielded);
+  return derivative ? derivative : tangents.constant(f32, 0.0);
+}

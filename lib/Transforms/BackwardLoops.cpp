@@ -1,0 +1,392 @@
+//===- BackwardLoops.cpp - attn.attention_grad as loops on tensors --------===//
+//
+// Per batch and query head, one loop over kv-tiles: recompute the tile's
+// scores and probabilities P = exp(s' - L), then dP = dO V^T,
+// dS = P (dP - Delta) * d score_mod / d s * scale, and from them
+// dQ += dS K (carried), dK += dS^T Q and dV += P^T dO (f32 accumulators for
+// the whole of K and V, so that the query heads of a kv head add to them in
+// order). On a CPU the tile's P and dS are computed once for all three
+// gradients; a GPU splits the dK/dV and dQ loops for parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttnDialect/Transforms/BackwardLoops.h"
+#include "AttnDialect/Transforms/FlashLoop.h"
+#include "AttnDialect/Utils/ArithUtils.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+using utils::IteratorType;
+
+/// Indexing maps of a linalg.generic, one per operand, from their results.
+SmallVector<AffineMap> mapsOf(MLIRContext *ctx,
+                              ArrayRef<ArrayRef<AffineExpr>> exprs) {
+  return AffineMap::inferFromExprList(exprs, ctx);
+}
+
+class BackwardBuilder {
+public:
+  BackwardBuilder(OpBuilder &b, AttentionGradOp op, int64_t kvTile,
+                  RegionChecks checks)
+      : b(b), loc(op.getLoc()), op(op), kvTile(kvTile), regions(op, checks),
+        f32(b.getF32Type()) {}
+
+  /// dQ, dK and dV, computed by the loop nest.
+  SmallVector<Value> build();
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value dim(Value tensor, int64_t d) {
+    return tensor::DimOp::create(b, loc, tensor, d);
+  }
+  static Value toF32(OpBuilder &builder, Location l, Value v) {
+    if (v.getType().isF32())
+      return v;
+    return arith::ExtFOp::create(builder, l, builder.getF32Type(), v);
+  }
+  /// The rank-reduced slice [i0, i1, offset:offset+len, 0:width].
+  Value rowsOf(Value source, Value i0, Value i1, Value offset, Value len,
+               int64_t width);
+  /// Writes `rows` back where rowsOf took them from.
+  Value insertRows(Value rows, Value dest, Value i0, Value i1, Value offset,
+                   Value len, int64_t width);
+  Value filled(ArrayRef<OpFoldResult> sizes, double value);
+  /// acc += sum over the reduction dim of lhs * rhs, a linalg.generic over
+  /// three dims (the last listed reduction) with the given operand maps.
+  Value accumulate(Value lhs, Value rhs, Value acc,
+                   ArrayRef<ArrayRef<AffineExpr>> exprs);
+  /// `source` (f32) converted to `dest`'s element type, into `dest`;
+  /// `source` itself where the types agree (it was built in `dest`).
+  Value convertInto(Value source, Value dest);
+
+  /// Per query row: Delta = sum_d dO * O.
+  Value rowDeltas(Value dO, Value o, Value rows);
+  /// P (0 where masked or the row is empty) and dS's factor
+  /// scale * d score_mod / d s for scores `s` of keys from `kvStart`.
+  std::pair<Value, Value> probabilities(Value s, Value lse, Value kvStart,
+                                        Value batch, Value head);
+  /// dS = P (dP - Delta) * factor, 0 where P is.
+  Value scoreGradients(Value p, Value dp, Value delta, Value factor);
+
+  OpBuilder &b;
+  Location loc;
+  AttentionGradOp op;
+  int64_t kvTile;
+  RegionInliner regions;
+  Type f32;
+};
+
+Value BackwardBuilder::rowsOf(Value source, Value i0, Value i1, Value offset,
+                              Value len, int64_t width) {
+  auto sourceType = cast<RankedTensorType>(source.getType());
+  SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+  auto type = RankedTensorType::get({ShapedType::kDynamic, width},
+                                    sourceType.getElementType());
+  return tensor::ExtractSliceOp::create(
+      b, loc, type, source,
+      ArrayRef<OpFoldResult>{i0, i1, offset, b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), len,
+                             b.getIndexAttr(width)},
+      strides);
+}
+
+Value BackwardBuilder::insertRows(Value rows, Value dest, Value i0, Value i1,
+                                  Value offset, Value len, int64_t width) {
+  SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(
+      b, loc, rows, dest,
+      ArrayRef<OpFoldResult>{i0, i1, offset, b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), len,
+                             b.getIndexAttr(width)},
+      strides);
+}
+
+Value BackwardBuilder::filled(ArrayRef<OpFoldResult> sizes, double value) {
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, f32);
+  return linalg::FillOp::create(b, loc, f32Constant(b, loc, value), empty)
+      .getResult(0);
+}
+
+Value BackwardBuilder::accumulate(Value lhs, Value rhs, Value acc,
+                                  ArrayRef<ArrayRef<AffineExpr>> exprs) {
+  return linalg::GenericOp::create(
+             b, loc, acc.getType(), ValueRange{lhs, rhs}, ValueRange{acc},
+             mapsOf(b.getContext(), exprs),
+             {IteratorType::parallel, IteratorType::parallel,
+              IteratorType::reduction},
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value prod = arith::MulFOp::create(nb, l, toF32(nb, l, args[0]),
+                                                  toF32(nb, l, args[1]));
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::AddFOp::create(nb, l, args[2], prod).getResult());
+             })
+      .getResult(0);
+}
+
+Value BackwardBuilder::convertInto(Value source, Value dest) {
+  auto type = cast<RankedTensorType>(dest.getType());
+  if (type.getElementType() == f32 && source.getType() == type)
+    return source;
+  AffineMap identity =
+      AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext());
+  return linalg::GenericOp::create(
+             b, loc, type, ValueRange{source}, ValueRange{dest},
+             ArrayRef<AffineMap>{identity, identity},
+             SmallVector<IteratorType>(type.getRank(), IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value x = args[0];
+               if (args[1].getType() != x.getType())
+                 x = arith::TruncFOp::create(nb, l, args[1].getType(), x);
+               linalg::YieldOp::create(nb, l, x);
+             })
+      .getResult(0);
+}
+
+Value BackwardBuilder::rowDeltas(Value dO, Value o, Value rows) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i, d;
+  bindDims(ctx, i, d);
+  Value zeros = filled({rows}, 0.0);
+  return linalg::GenericOp::create(
+             b, loc, zeros.getType(), ValueRange{dO, o}, ValueRange{zeros},
+             mapsOf(ctx, {{i, d}, {i, d}, {i}}),
+             {IteratorType::parallel, IteratorType::reduction},
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value prod = arith::MulFOp::create(nb, l, toF32(nb, l, args[0]),
+                                                  toF32(nb, l, args[1]));
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::AddFOp::create(nb, l, args[2], prod).getResult());
+             })
+      .getResult(0);
+}
+
+std::pair<Value, Value> BackwardBuilder::probabilities(Value s, Value lse,
+                                                       Value kvStart,
+                                                       Value batch,
+                                                       Value head) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i, j;
+  bindDims(ctx, i, j);
+  Value empty =
+      tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, s), f32);
+  auto maps = mapsOf(ctx, {{i, j}, {i}, {i, j}, {i, j}});
+  float scale = op.getScaleValue();
+  bool causal = op.getCausal(), hasScoreMod = op.hasScoreMod(),
+       hasMaskMod = op.hasMaskMod();
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{s.getType(), s.getType()}, ValueRange{s, lse},
+      ValueRange{empty, empty}, maps,
+      {IteratorType::parallel, IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value qi = linalg::IndexOp::create(nb, l, 0);
+        Value kvi = arith::AddIOp::create(nb, l, kvStart,
+                                          linalg::IndexOp::create(nb, l, 1));
+        Value x =
+            arith::MulFOp::create(nb, l, args[0], f32Constant(nb, l, scale));
+        Value slope = f32Constant(nb, l, 1.0);
+        if (hasScoreMod)
+          std::tie(x, slope) =
+              regions.scoreModAndDerivative(nb, l, x, batch, head, qi, kvi);
+        Value negInf =
+            f32Constant(nb, l, -std::numeric_limits<double>::infinity());
+        // A row that saw no key has L = -inf: P is 0 there, not NaN.
+        Value keep = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::ONE,
+                                           args[1], negInf);
+        if (causal)
+          keep = arith::AndIOp::create(
+              nb, l, keep,
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::uge, qi, kvi));
+        if (hasMaskMod)
+          keep = arith::AndIOp::create(
+              nb, l, keep, regions.maskMod(nb, l, batch, head, qi, kvi));
+        Value zero = f32Constant(nb, l, 0.0);
+        Value p = arith::SelectOp::create(
+            nb, l, keep,
+            math::ExpOp::create(nb, l,
+                                arith::SubFOp::create(nb, l, x, args[1])),
+            zero);
+        Value factor = arith::SelectOp::create(
+            nb, l, keep,
+            arith::MulFOp::create(nb, l, slope, f32Constant(nb, l, scale)),
+            zero);
+        linalg::YieldOp::create(nb, l, ValueRange{p, factor});
+      });
+  return {generic.getResult(0), generic.getResult(1)};
+}
+
+Value BackwardBuilder::scoreGradients(Value p, Value dp, Value delta,
+                                      Value factor) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i, j;
+  bindDims(ctx, i, j);
+  Value empty =
+      tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, p), f32);
+  return linalg::GenericOp::create(
+             b, loc, p.getType(), ValueRange{p, dp, delta, factor},
+             ValueRange{empty},
+             mapsOf(ctx, {{i, j}, {i, j}, {i}, {i, j}, {i, j}}),
+             {IteratorType::parallel, IteratorType::parallel},
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value zero = f32Constant(nb, l, 0.0);
+               Value ds = arith::MulFOp::create(
+                   nb, l, args[0],
+                   arith::SubFOp::create(nb, l, args[1], args[2]));
+               ds = arith::MulFOp::create(nb, l, ds, args[3]);
+               // A masked or underflowed P gives 0 even where the factor is
+               // infinite (a score_mod's slope at a pole).
+               Value none = arith::CmpFOp::create(
+                   nb, l, arith::CmpFPredicate::OEQ, args[0], zero);
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::SelectOp::create(nb, l, none, zero, ds).getResult());
+             })
+      .getResult(0);
+}
+
+SmallVector<Value> BackwardBuilder::build() {
+  MLIRContext *ctx = b.getContext();
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  int64_t d = op.getHeadDim(), dv = op.getValueHeadDim();
+  Value batches = dim(q, 0), heads = dim(q, 1), rows = dim(q, 2);
+  Value kvHeads = dim(k, 1), n = dim(k, 2);
+  Value zero = index(0), one = index(1);
+  // max(Hkv, 1): nothing divides by zero, even for empty shapes.
+  Value group = arith::DivUIOp::create(
+      b, loc, heads, arith::MaxUIOp::create(b, loc, kvHeads, one));
+
+  // dK and dV add up over the query heads of a kv head: f32 accumulators,
+  // the outputs themselves where they are f32 (so that they stay in place).
+  auto accumulatorFor = [&](Value init) -> Value {
+    if (cast<RankedTensorType>(init.getType()).getElementType().isF32())
+      return linalg::FillOp::create(b, loc, f32Constant(b, loc, 0.0), init)
+          .getResult(0);
+    return filled(tensor::getMixedSizes(b, loc, init), 0.0);
+  };
+  Value dkAcc = accumulatorFor(op.getOutputs()[1]);
+  Value dvAcc = accumulatorFor(op.getOutputs()[2]);
+  SmallVector<Value> inits = {op.getOutputs()[0], dkAcc, dvAcc};
+
+  AffineExpr x, y, z;
+  bindDims(ctx, x, y, z);
+  auto batchLoop = scf::ForOp::create(b, loc, zero, batches, one, inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(batchLoop.getBody());
+    Value batch = batchLoop.getInductionVar();
+    auto headLoop = scf::ForOp::create(b, loc, zero, heads, one,
+                                       batchLoop.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, headLoop.getResults());
+
+    b.setInsertionPointToStart(headLoop.getBody());
+    Value head = headLoop.getInductionVar();
+    Value kvHead = arith::DivUIOp::create(b, loc, head, group);
+    Value qRows = rowsOf(q, batch, head, zero, rows, d);
+    Value dORows = rowsOf(op.getGradOutput(), batch, head, zero, rows, dv);
+    Value oRows = rowsOf(op.getOutput(), batch, head, zero, rows, dv);
+    auto lseType = RankedTensorType::get({ShapedType::kDynamic}, f32);
+    Value lse = tensor::ExtractSliceOp::create(
+        b, loc, lseType, op.getLogsumexp(),
+        ArrayRef<OpFoldResult>{batch, head, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), rows},
+        SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+    Value delta = rowDeltas(dORows, oRows, rows);
+
+    ValueRange carried = headLoop.getRegionIterArgs();
+    Value dqInit = filled({rows, b.getIndexAttr(d)}, 0.0);
+    auto kvLoop =
+        scf::ForOp::create(b, loc, zero, n, index(kvTile),
+                           ValueRange{dqInit, carried[1], carried[2]});
+    {
+      OpBuilder::InsertionGuard kvGuard(b);
+      b.setInsertionPointToStart(kvLoop.getBody());
+      Value kv0 = kvLoop.getInductionVar();
+      Value dq = kvLoop.getRegionIterArgs()[0];
+      Value dkAll = kvLoop.getRegionIterArgs()[1];
+      Value dvAll = kvLoop.getRegionIterArgs()[2];
+      AffineExpr s0, s1;
+      bindSymbols(ctx, s0, s1);
+      Value len = affine::AffineMinOp::create(
+          b, loc,
+          AffineMap::get(0, 2, {b.getAffineConstantExpr(kvTile), s0 - s1}, ctx),
+          ValueRange{n, kv0});
+      Value kRows = rowsOf(k, batch, kvHead, kv0, len, d);
+      Value vRows = rowsOf(v, batch, kvHead, kv0, len, dv);
+
+      Value tile = filled({rows, len}, 0.0);
+      // S = Q K^T and dP = dO V^T, both [rows, len].
+      Value s = accumulate(qRows, kRows, tile, {{x, z}, {y, z}, {x, y}});
+      Value dp = accumulate(dORows, vRows, tile, {{x, z}, {y, z}, {x, y}});
+      auto [p, factor] = probabilities(s, lse, kv0, batch, head);
+      Value ds = scoreGradients(p, dp, delta, factor);
+      // dQ += dS K over (i, d, j); dK += dS^T Q and dV += P^T dO over
+      // (j, d, i).
+      Value nextDq = accumulate(ds, kRows, dq, {{x, z}, {z, y}, {x, y}});
+      Value dkRows = rowsOf(dkAll, batch, kvHead, kv0, len, d);
+      dkRows = accumulate(ds, qRows, dkRows, {{z, x}, {z, y}, {x, y}});
+      Value dvRows = rowsOf(dvAll, batch, kvHead, kv0, len, dv);
+      dvRows = accumulate(p, dORows, dvRows, {{z, x}, {z, y}, {x, y}});
+      scf::YieldOp::create(
+          b, loc,
+          ValueRange{nextDq,
+                     insertRows(dkRows, dkAll, batch, kvHead, kv0, len, d),
+                     insertRows(dvRows, dvAll, batch, kvHead, kv0, len, dv)});
+    }
+    // dQ of this head, in dQ's element type.
+    Value dqType = tensor::EmptyOp::create(
+        b, loc, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(d)},
+        cast<RankedTensorType>(op.getOutputs()[0].getType()).getElementType());
+    Value dqRows = convertInto(kvLoop.getResult(0), dqType);
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{insertRows(dqRows, carried[0], batch, head, zero, rows, d),
+                   kvLoop.getResult(1), kvLoop.getResult(2)});
+  }
+  return {batchLoop.getResult(0),
+          convertInto(batchLoop.getResult(1), op.getOutputs()[1]),
+          convertInto(batchLoop.getResult(2), op.getOutputs()[2])};
+}
+
+} // namespace
+
+LogicalResult mlir::attn::decomposeAttentionGradOps(Operation *root,
+                                                    int64_t kvTile,
+                                                    bool boundsChecks,
+                                                    StringRef passName) {
+  if (kvTile <= 0)
+    return root->emitError()
+           << passName << ": kv-tile must be positive, got " << kvTile;
+  SmallVector<AttentionGradOp> ops;
+  root->walk([&](AttentionGradOp op) { ops.push_back(op); });
+  if (ops.empty())
+    return success();
+  if (boundsChecks && llvm::any_of(ops, [](AttentionGradOp op) {
+        return (op.hasScoreMod() || op.hasMaskMod()) && !inGpuKernel(op);
+      }))
+    if (failed(declareRegionErrorFunction(root, passName)))
+      return failure();
+  for (AttentionGradOp op : ops) {
+    RegionChecks checks = !boundsChecks     ? RegionChecks::None
+                          : inGpuKernel(op) ? RegionChecks::DeviceTrap
+                                            : RegionChecks::HostReport;
+    IRRewriter rewriter(op->getContext());
+    rewriter.setInsertionPoint(op);
+    rewriter.replaceOp(op,
+                       BackwardBuilder(rewriter, op, kvTile, checks).build());
+  }
+  return success();
+}

@@ -1,0 +1,198 @@
+"""attn.attention_grad on the CPU: dQ, dK and dV against a float64 numpy
+backward written from the definition, which is itself checked against
+central finite differences of the float64 forward."""
+
+import numpy as np
+import pytest
+
+import attn
+from conftest import needs_compiler, reference_attention, relative_error
+
+pytestmark = needs_compiler
+
+# score_mod regions with their value and derivative in numpy.
+SCORE_MODS = {
+    "none": ("", None, None),
+    "softcap": ("""
+        %c = arith.constant 2.0e+01 : f32
+        %x = arith.divf %s, %c : f32
+        %t = math.tanh %x : f32
+        %r = arith.mulf %t, %c : f32
+        attn.yield %r : f32""",
+                lambda s, b, h, i, j: 20 * np.tanh(s / 20),
+                lambda s, b, h, i, j: 1 - np.tanh(s / 20) ** 2),
+    # ALiBi-like bias times a smooth gate: products, exp and a max.
+    "mixed": ("""
+        %qi = arith.index_cast %q : index to i64
+        %ki = arith.index_cast %kv : index to i64
+        %d = arith.subi %qi, %ki : i64
+        %df = arith.sitofp %d : i64 to f32
+        %c = arith.constant 1.250000e-01 : f32
+        %bias = arith.mulf %df, %c : f32
+        %e = math.exp %s : f32
+        %half = arith.constant 5.000000e-01 : f32
+        %g = arith.mulf %e, %half : f32
+        %m = arith.maximumf %s, %g : f32
+        %r = arith.subf %m, %bias : f32
+        attn.yield %r : f32""",
+              lambda s, b, h, i, j: np.maximum(s, 0.5 * np.exp(s))
+              - (i - j) / 8,
+              lambda s, b, h, i, j: np.where(s >= 0.5 * np.exp(s), 1.0,
+                                             0.5 * np.exp(s))),
+}
+
+# mask_mod regions with their numpy predicate.
+MASKS = {
+    "none": ("", None),
+    "window": ("""
+        %d = arith.subi %q, %kv : index
+        %w = arith.constant 5 : index
+        %near = arith.cmpi ule, %d, %w : index
+        attn.yield %near : i1""", lambda b, h, i, j: (i - j >= 0) & (i - j <= 5)),
+}
+
+
+def grad_module(d, causal, score_mod, mask):
+    t = f"tensor<?x?x?x{d}xf32>"
+    lse = "tensor<?x?x?xf32>"
+    regions = ""
+    if SCORE_MODS[score_mod][0]:
+        regions += ("\n  score_mod {\n  ^bb0(%s: f32, %b: index, %h: index, "
+                    "%q: index, %kv: index):" + SCORE_MODS[score_mod][0]
+                    + "\n  }")
+    if MASKS[mask][0]:
+        regions += ("\n  mask_mod {\n  ^bb0(%b: index, %h: index, %q: index, "
+                    "%kv: index):" + MASKS[mask][0] + "\n  }")
+    attrs = " {causal}" if causal else ""
+    return f"""func.func @grad(%Q: {t}, %K: {t}, %V: {t}, %O: {t}, %dO: {t},
+    %L: {lse}, %dQ: {t}, %dK: {t}, %dV: {t}) -> ({t}, {t}, {t}) {{
+  %r:3 = attn.attention_grad ins(%Q, %K, %V, %O, %dO, %L : {t}, {t}, {t},
+      {t}, {t}, {lse}) outs(%dQ, %dK, %dV : {t}, {t}, {t}){attrs}{regions}
+      -> {t}, {t}, {t}
+  return %r#0, %r#1, %r#2 : {t}, {t}, {t}
+}}"""
+
+
+def reference_grad(q, k, v, do, causal, keep, mod, slope):
+    """float64 dQ, dK, dV from the definition (docs/Backward.md)."""
+    q, k, v, do = (np.asarray(x, np.float64) for x in (q, k, v, do))
+    b, hq, m, d = q.shape
+    hkv, n = k.shape[1], k.shape[2]
+    g = hq // hkv
+    kr, vr = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    scale = 1 / np.sqrt(d)
+    s = np.einsum("bhid,bhjd->bhij", q, kr) * scale
+    idx = np.meshgrid(np.arange(b), np.arange(hq), np.arange(m), np.arange(n),
+                      indexing="ij")
+    s2 = mod(s, *idx) if mod else s
+    factor = slope(s, *idx) if slope else np.ones_like(s)
+    visible = np.ones_like(s, dtype=bool)
+    if causal:
+        visible &= idx[3] <= idx[2]
+    if keep:
+        visible &= keep(*idx)
+    s2 = np.where(visible, s2, -np.inf)
+    mx = s2.max(axis=-1, keepdims=True)
+    mx = np.where(np.isfinite(mx), mx, 0)
+    p = np.where(visible, np.exp(s2 - mx), 0)
+    total = p.sum(axis=-1, keepdims=True)
+    p = p / np.where(total > 0, total, 1)
+    o = np.einsum("bhij,bhjd->bhid", p, vr)
+    dv = np.einsum("bhij,bhid->bhjd", p, do)
+    dp = np.einsum("bhid,bhjd->bhij", do, vr)
+    delta = (do * o).sum(axis=-1, keepdims=True)
+    ds = p * (dp - delta) * factor * scale
+    dq = np.einsum("bhij,bhjd->bhid", ds, kr)
+    dk = np.einsum("bhij,bhid->bhjd", ds, q)
+    fold = lambda x: x.reshape(b, hkv, g, n, x.shape[-1]).sum(axis=2)
+    return dq, fold(dk), fold(dv)
+
+
+def run_grad(kernel, q, k, v, do, causal, keep, mod):
+    out, lse = reference_attention(q, k, v, causal=causal, keep=keep,
+                                   score_mod=mod)
+    grads = [np.full_like(x, np.nan) for x in (q, k, v)]
+    kernel(q, k, v, out.astype(np.float32), do,
+           lse.astype(np.float32), *grads)
+    return grads
+
+
+def inputs(shape_q, shape_kv, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal(shape_q).astype(np.float32)
+    k = rng.standard_normal(shape_kv).astype(np.float32)
+    v = rng.standard_normal(shape_kv).astype(np.float32)
+    do = rng.standard_normal(shape_q).astype(np.float32)
+    return q, k, v, do
+
+
+@pytest.mark.parametrize("score_mod", ["none", "softcap", "mixed"])
+@pytest.mark.parametrize("mask", ["none", "window"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("heads", [(4, 4), (8, 2), (8, 1)])
+def test_gradients_match_float64(score_mod, mask, causal, heads):
+    kernel = attn.compile_cpu(attn.Module.parse(
+        grad_module(16, causal, score_mod, mask)), kv_tile=8)
+    _, mod, slope = SCORE_MODS[score_mod]
+    keep = MASKS[mask][1]
+    q, k, v, do = inputs((2, heads[0], 19, 16), (2, heads[1], 23, 16))
+    got = run_grad(kernel, q, k, v, do, causal, keep, mod)
+    want = reference_grad(q, k, v, do, causal, keep, mod, slope)
+    for name, g, w in zip(("dQ", "dK", "dV"), got, want):
+        assert relative_error(g, w) < 1e-5, name
+
+
+def test_reference_matches_finite_differences():
+    """The numpy backward is the derivative of the float64 forward's
+    <O, dO>, along random directions (central differences)."""
+    q, k, v, do = inputs((1, 4, 9, 16), (1, 2, 11, 16), seed=3)
+    q, k, v, do = (x.astype(np.float64) for x in (q, k, v, do))
+    _, mod, slope = SCORE_MODS["mixed"]
+    keep = MASKS["window"][1]
+
+    def loss(q, k, v):
+        out, _ = reference_attention(q, k, v, keep=keep, score_mod=mod)
+        return (out * do).sum()
+
+    grads = reference_grad(q, k, v, do, False, keep, mod, slope)
+    rng = np.random.default_rng(4)
+    h = 1e-5
+    for i, grad in enumerate(grads):
+        direction = rng.standard_normal(grad.shape)
+        plus = [q, k, v]
+        minus = [q, k, v]
+        plus[i] = plus[i] + h * direction
+        minus[i] = minus[i] - h * direction
+        numeric = (loss(*plus) - loss(*minus)) / (2 * h)
+        assert abs(numeric - (grad * direction).sum()) < 1e-7 * max(
+            1, abs(numeric))
+
+
+def test_empty_rows_and_keys_get_zero_gradients():
+    """Rows no key reaches (causal with M > N is fine; a window that
+    excludes everything is not) give dQ = 0, and keys nobody sees dK = dV =
+    0, never NaN."""
+    never = """
+        %f = arith.constant false
+        attn.yield %f : i1"""
+    MASKS["never"] = (never, lambda b, h, i, j: np.zeros_like(i, dtype=bool))
+    try:
+        kernel = attn.compile_cpu(attn.Module.parse(
+            grad_module(16, False, "none", "never")))
+    finally:
+        del MASKS["never"]
+    q, k, v, do = inputs((1, 2, 5, 16), (1, 2, 7, 16))
+    out = np.zeros_like(q)
+    lse = np.full(q.shape[:3], -np.inf, np.float32)
+    grads = [np.full_like(x, np.nan) for x in (q, k, v)]
+    kernel(q, k, v, out, do, lse, *grads)
+    for g in grads:
+        assert np.all(g == 0)
+
+
+def test_verifier_refuses_a_score_mod_without_derivative():
+    good = grad_module(16, False, "softcap", "none")
+    assert "attn.attention_grad" in str(attn.Module.parse(good))
+    bad = good.replace("%t = math.tanh %x : f32", "%t = math.floor %x : f32")
+    with pytest.raises(ValueError, match="'math.floor' on the score's path"):
+        attn.Module.parse(bad)

@@ -1,0 +1,54 @@
+// attn.attention_grad prints back as parsed; attn-decompose turns it into
+// one kv-tile loop per batch and query head whose tiles recompute P from
+// the logsumexp and take the score_mod's derivative by the chain rule
+// (soft-capping: tanh' = 1 - tanh^2, times the scale); the GPU pipeline
+// refuses it by name.
+// RUN: attn-opt %s | attn-opt | FileCheck %s --check-prefix=ROUND
+// RUN: attn-opt %s --attn-decompose="kv-tile=32" | FileCheck %s
+// RUN: not attn-opt %s --attn-lower-to-nvvm="chip=sm_90a" 2>&1 | FileCheck %s --check-prefix=GPU
+
+// ROUND: attn.attention_grad ins(%{{.*}}) outs(%{{.*}}) {causal}
+// ROUND: score_mod
+// ROUND: math.tanh
+
+// CHECK-LABEL: func.func @grad
+// CHECK: %[[DK:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%arg7
+// CHECK: scf.for %[[B:.*]] = %{{.*}} iter_args(
+// CHECK: scf.for %[[H:.*]] = %{{.*}} iter_args(
+// Delta = rowsum(dO * O).
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: scf.for %[[KV:.*]] = %{{.*}} step %c32
+// S = Q K^T, dP = dO V^T.
+// CHECK-COUNT-2: iterator_types = ["parallel", "parallel", "reduction"]
+// P and scale * d score_mod / d s.
+// CHECK: %[[T:.*]] = math.tanh
+// CHECK: %[[CAPPED:.*]] = arith.mulf %[[T]],
+// CHECK: %[[SQ:.*]] = arith.mulf %[[T]], %[[T]] : f32
+// CHECK: arith.subf %{{.*}}, %[[SQ]] : f32
+// CHECK: arith.cmpi uge
+// CHECK: %[[SHIFTED:.*]] = arith.subf %[[CAPPED]], %{{.*}} : f32
+// CHECK: math.exp %[[SHIFTED]]
+// CHECK: linalg.yield %{{.*}}, %{{.*}} : f32, f32
+// dS, then dQ += dS K, dK += dS^T Q, dV += P^T dO.
+// CHECK: arith.cmpf oeq
+// CHECK-COUNT-3: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: scf.yield
+// dK and dV go to bf16 at the end.
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+
+// GPU: error: 'attn.attention_grad' op has no GPU kernel yet; attn-lower-to-cpu computes it
+
+func.func @grad(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>, %o: tensor<?x8x?x64xbf16>, %do: tensor<?x8x?x64xbf16>, %l: tensor<?x8x?xf32>, %dq: tensor<?x8x?x64xf32>, %dk: tensor<?x2x?x64xf32>, %dv: tensor<?x2x?x64xbf16>) -> (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xbf16>) {
+  %r:3 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>)
+      outs(%dq, %dk, %dv : tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xbf16>) {causal}
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %qi: index, %kv: index):
+        %c = arith.constant 30.0 : f32
+        %x = arith.divf %s, %c : f32
+        %t = math.tanh %x : f32
+        %r = arith.mulf %t, %c : f32
+        attn.yield %r : f32
+      }
+      -> tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xbf16>
+  return %r#0, %r#1, %r#2 : tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xbf16>
+}
