@@ -51,6 +51,7 @@ LogicalResult AttentionGradOp::verify() {
                            << " element type to be f16, bf16 or f32, but got "
                            << type.getElementType();
   if (failed(verifyHeadDim(op, "query", q)) ||
+      failed(verifyHeadDim(op, "key", k)) ||
       failed(verifyHeadDim(op, "value", v)))
     return failure();
 
@@ -71,7 +72,8 @@ LogicalResult AttentionGradOp::verify() {
       if (failed(verifySameDim(op, rowDims[dim], "query", q, dim, name, type,
                                dim)))
         return failure();
-  for (const auto &[name, type] : ArrayRef(perRow).drop_back())
+  for (const auto &[name, type] :
+       ArrayRef<std::pair<const char *, RankedTensorType>>(perRow).drop_back())
     if (failed(verifySameDim(op, "value head dim Dv", "value", v, 3, name, type,
                              3)))
       return failure();

@@ -310,9 +310,16 @@ public:
       equal(lse, 2, q, 2, "query length");
     }
 
-    // A captured tensor indexed by a position must cover that dimension:
-    // the region's (b, h, q, kv) arguments range over q's batch, q's heads,
-    // q's length and k's length.
+    addCapturedReads({&op.getScoreMod(), &op.getMaskMod()}, q, k);
+    if (op.getBlockMask())
+      return addBlockMaskUse(op);
+    return success();
+  }
+
+  /// A captured tensor indexed by a position must cover that dimension:
+  /// the regions' (b, h, q, kv) arguments range over q's batch, q's heads,
+  /// q's length and k's length.
+  void addCapturedReads(ArrayRef<Region *> regions, Value q, Value k) {
     struct Position {
       Value tensor;
       int64_t dim;
@@ -322,7 +329,7 @@ public:
                                   {q, 1, "query heads"},
                                   {q, 2, "query length"},
                                   {k, 2, "kv length"}};
-    for (Region *region : {&op.getScoreMod(), &op.getMaskMod()}) {
+    for (Region *region : regions) {
       if (region->empty())
         continue;
       Block &block = region->front();
@@ -340,8 +347,34 @@ public:
         }
       });
     }
-    if (op.getBlockMask())
-      return addBlockMaskUse(op);
+  }
+
+  LogicalResult addAttentionGrad(AttentionGradOp op) {
+    Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+    Value o = op.getOutput(), dO = op.getGradOutput(), lse = op.getLogsumexp();
+    Value dq = op.getOutputs()[0], dk = op.getOutputs()[1],
+          dv = op.getOutputs()[2];
+    const std::pair<Value, const char *> names[] = {
+        {q, "q"},   {k, "k"},   {v, "v"},   {o, "out"}, {dO, "grad_out"},
+        {lse, "lse"}, {dq, "dq"}, {dk, "dk"}, {dv, "dv"}};
+    for (const auto &[value, label] : names)
+      name(value, label);
+    for (Value operand : {k, v, o, dO, lse, dq, dk, dv})
+      equal(operand, 0, q, 0, "batch");
+    tie(ShapeConstraint::Kind::MultipleOf, q, 1, k, 1, "query heads");
+    for (Value operand : {v, dk, dv}) {
+      equal(operand, 1, k, 1, "kv heads");
+      equal(operand, 2, k, 2, "kv length");
+    }
+    for (Value operand : {o, dO, lse, dq}) {
+      equal(operand, 1, q, 1, "query heads");
+      equal(operand, 2, q, 2, "query length");
+    }
+    for (Value operand : {k, dq, dk})
+      equal(operand, 3, q, 3, "head dim");
+    for (Value operand : {o, dO, dv})
+      equal(operand, 3, v, 3, "value head dim");
+    addCapturedReads({&op.getScoreMod(), &op.getMaskMod()}, q, k);
     return success();
   }
 
@@ -393,6 +426,8 @@ FailureOr<ShapeContract> mlir::attn::computeShapeContract(func::FuncOp func) {
       LogicalResult added = success();
       if (auto attention = dyn_cast<AttentionOp>(op))
         added = builder.addAttention(attention);
+      else if (auto grad = dyn_cast<AttentionGradOp>(op))
+        added = builder.addAttentionGrad(grad);
       else if (auto field = dyn_cast<BlockMaskFieldOp>(op))
         added = builder.addField(field);
       else if (auto softmax = dyn_cast<SoftmaxOp>(op))

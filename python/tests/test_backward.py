@@ -196,3 +196,18 @@ def test_verifier_refuses_a_score_mod_without_derivative():
     bad = good.replace("%t = math.tanh %x : f32", "%t = math.floor %x : f32")
     with pytest.raises(ValueError, match="'math.floor' on the score's path"):
         attn.Module.parse(bad)
+
+
+def test_sizes_that_disagree_are_refused_before_running():
+    kernel = attn.compile_cpu(attn.Module.parse(
+        grad_module(16, False, "none", "none")))
+    q, k, v, do = inputs((1, 2, 5, 16), (1, 2, 7, 16))
+    out = np.zeros_like(q)
+    lse = np.zeros(q.shape[:3], np.float32)
+    dq, dv = np.zeros_like(q), np.zeros_like(v)
+    short_dk = np.zeros((1, 2, 6, 16), np.float32)
+    with pytest.raises(ValueError, match="kv length"):
+        kernel(q, k, v, out, do, lse, dq, short_dk, dv)
+    with pytest.raises(ValueError, match="query length"):
+        kernel(q, k, v, out, do[:, :, :4].copy(), lse, dq, np.zeros_like(k),
+               dv)
