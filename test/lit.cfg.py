@@ -43,6 +43,11 @@ config.substitutions.append(
      "--batch=1,2 --heads=4:4,8:2,8:1 --q-len=1,17,64,130,257 "
      "--kv-len=1,17,64,130,257"))
 
+# The backward's CPU matrix: GQA, one row, odd lengths, several kv-tiles.
+config.substitutions.append(
+    ("%{grads}",
+     "--batch=1,2 --heads=8:2,8:1 --q-len=1,130,257 --kv-len=17,130"))
+
 # Softmax row lengths: 1 to 2^20, powers of two and odd sizes around the
 # row tile (4096).
 config.substitutions.append(

@@ -60,6 +60,21 @@ struct ReferenceResult {
 bool referenceAttention(const ReferenceAttention &problem,
                         ReferenceResult &result, std::string &error);
 
+/// dQ, dK and dV of the attention a ReferenceAttention describes, shaped as
+/// its Q, K and V.
+struct ReferenceGradients {
+  std::vector<double> dq, dk, dv;
+};
+
+/// The gradients of `p`'s attention for the output gradient `dO`
+/// [B, Hq, M, Dv], from their definition (docs/Backward.md) in double:
+/// Delta from `o`, the output the backward is given; the score_mod's
+/// derivative a central difference of its program in double (independent
+/// of the compiler's chain rule). Fails as referenceAttention does.
+bool referenceAttentionGrad(const ReferenceAttention &p, const HostTensor &o,
+                            const HostTensor &dO, ReferenceGradients &grads,
+                            std::string &error);
+
 } // namespace attn_runtime
 
 #endif // ATTNRUNTIME_REFERENCE_H

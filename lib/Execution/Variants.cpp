@@ -354,6 +354,22 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
   if (!attrs.empty())
     attrs = " {" + attrs + "}";
 
+  if (spec.backward) {
+    if (spec.givenBlockMask)
+      return llvm::createStringError(
+          "the backward takes no block mask yet: leave out the given one");
+    return llvm::formatv(R"(func.func @attention_grad(%query: {0}, %key: {1}, %value: {2}, %out: {3}, %grad_out: {3}, %logsumexp: {4}, %grad_query: {0}, %grad_key: {1}, %grad_value: {2}{5}) -> ({0}, {1}, {2}) {{
+  %r:3 = attn.attention_grad ins(%query, %key, %value, %out, %grad_out, %logsumexp : {0}, {1}, {2}, {3}, {3}, {4})
+      outs(%grad_query, %grad_key, %grad_value : {0}, {1}, {2}){6}{7}
+      -> {0}, {1}, {2}
+  return %r#0, %r#1, %r#2 : {0}, {1}, {2}
+}
+)",
+                         qType, kType, vType, oType, lseType, captures, attrs,
+                         regions)
+        .str();
+  }
+
   bool twoResults = spec.logsumexp;
   return llvm::formatv(R"(func.func @attention({0}) -> ({1}) {{{12}
   {2} = attn.attention ins(%query, %key, %value : {3}, {4}, {5})

@@ -138,3 +138,109 @@ bool attn_runtime::referenceAttention(const ReferenceAttention &p,
     }
   return true;
 }
+
+bool attn_runtime::referenceAttentionGrad(const ReferenceAttention &p,
+                                          const HostTensor &o,
+                                          const HostTensor &dO,
+                                          ReferenceGradients &grads,
+                                          std::string &error) {
+  int64_t batches = p.q->shape()[0], heads = p.q->shape()[1],
+          rows = p.q->shape()[2], d = p.q->shape()[3];
+  int64_t kvHeads = p.k->shape()[1], n = p.k->shape()[2], dv = p.v->shape()[3];
+  int64_t group = heads / kvHeads;
+  auto decode = [](const HostTensor &t) {
+    std::vector<double> values(t.numElements());
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      values[i] = t.get(i);
+    return values;
+  };
+  std::vector<double> qs = decode(*p.q), ks = decode(*p.k), vs = decode(*p.v),
+                      os = decode(o), dos = decode(dO);
+  grads.dq.assign(qs.size(), 0.0);
+  grads.dk.assign(ks.size(), 0.0);
+  grads.dv.assign(vs.size(), 0.0);
+  std::vector<double> scores(n), slopes(n);
+  std::vector<char> keep(n);
+  std::vector<Scalar> args(5), position(4);
+  Scalar value;
+  std::string why;
+  auto at = [&](const char *region, int64_t b, int64_t h, int64_t i, int64_t j) {
+    error = std::string(region) + " at (b, h, q, kv) = (" + std::to_string(b) +
+            ", " + std::to_string(h) + ", " + std::to_string(i) + ", " +
+            std::to_string(j) + "): " + why;
+    return false;
+  };
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      int64_t hk = h / group;
+      const double *kBase = &ks[(b * kvHeads + hk) * n * d];
+      const double *vBase = &vs[(b * kvHeads + hk) * n * dv];
+      for (int64_t i = 0; i < rows; ++i) {
+        int64_t row = (b * heads + h) * rows + i;
+        const double *qRow = &qs[row * d], *oRow = &os[row * dv],
+                     *doRow = &dos[row * dv];
+        double max = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < n; ++j) {
+          bool visible =
+              !p.causal || (j <= i && (p.window <= 0 || i - j <= p.window));
+          if (p.maskMod) {
+            position = {Scalar::ofInt(b), Scalar::ofInt(h), Scalar::ofInt(i),
+                        Scalar::ofInt(j)};
+            if (!evaluateRegion(*p.maskMod, position, p.arguments, value, why))
+              return at("mask_mod", b, h, i, j);
+            visible = visible && value.i != 0;
+          }
+          keep[j] = visible;
+          if (!visible)
+            continue;
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c)
+            dot += qRow[c] * kBase[j * d + c];
+          double s = p.scale * dot;
+          slopes[j] = 1;
+          if (p.scoreMod) {
+            // score_mod(s) and its central difference at s +- step.
+            double step = 1e-6 * std::max(1.0, std::fabs(s));
+            double at3[3];
+            const double points[3] = {s, s + step, s - step};
+            for (int e = 0; e < 3; ++e) {
+              args = {Scalar::ofFloat(points[e]), Scalar::ofInt(b),
+                      Scalar::ofInt(h), Scalar::ofInt(i), Scalar::ofInt(j)};
+              if (!evaluateRegion(*p.scoreMod, args, p.arguments, value, why))
+                return at("score_mod", b, h, i, j);
+              at3[e] = value.f;
+            }
+            s = at3[0];
+            slopes[j] = (at3[1] - at3[2]) / (2 * step);
+          }
+          scores[j] = s;
+          max = std::isnan(s) ? s : std::max(max, s);
+        }
+        if (max == -std::numeric_limits<double>::infinity())
+          continue; // fully masked row: no gradient
+        double sum = 0;
+        for (int64_t j = 0; j < n; ++j)
+          if (keep[j])
+            sum += std::exp(scores[j] - max);
+        double delta = 0;
+        for (int64_t c = 0; c < dv; ++c)
+          delta += doRow[c] * oRow[c];
+        for (int64_t j = 0; j < n; ++j) {
+          if (!keep[j])
+            continue;
+          double prob = std::exp(scores[j] - max) / sum;
+          double dp = 0;
+          for (int64_t c = 0; c < dv; ++c) {
+            dp += doRow[c] * vBase[j * dv + c];
+            grads.dv[((b * kvHeads + hk) * n + j) * dv + c] += prob * doRow[c];
+          }
+          double ds = prob * (dp - delta) * slopes[j] * p.scale;
+          for (int64_t c = 0; c < d; ++c) {
+            grads.dq[row * d + c] += ds * kBase[j * d + c];
+            grads.dk[((b * kvHeads + hk) * n + j) * d + c] += ds * qRow[c];
+          }
+        }
+      }
+    }
+  return true;
+}

@@ -517,7 +517,7 @@ NB_MODULE(_compiler, m) {
          bool causal, bool lse, const std::string &mask,
          const std::string &scoreMod, double scale, int64_t batch,
          int64_t queryHeads, int64_t kvHeads, int64_t queryLen, int64_t kvLen,
-         int64_t givenBlockMask) {
+         int64_t givenBlockMask, bool backward) {
         attn::VariantSpec spec;
         spec.dtype = dtype;
         spec.headDim = headDim;
@@ -533,6 +533,7 @@ NB_MODULE(_compiler, m) {
         spec.queryLen = queryLen;
         spec.kvLen = kvLen;
         spec.givenBlockMask = givenBlockMask;
+        spec.backward = backward;
         auto text = attn::variantSource(spec);
         if (!text)
           throw nb::value_error(
@@ -543,7 +544,7 @@ NB_MODULE(_compiler, m) {
       nb::arg("causal"), nb::arg("lse"), nb::arg("mask"), nb::arg("score_mod"),
       nb::arg("scale"), nb::arg("batch"), nb::arg("query_heads"),
       nb::arg("kv_heads"), nb::arg("query_len"), nb::arg("kv_len"),
-      nb::arg("given_block_mask"));
+      nb::arg("given_block_mask"), nb::arg("backward") = false);
   m.def(
       "block_mask_source",
       [](const std::string &mask, int64_t batch, int64_t heads,

@@ -211,3 +211,24 @@ def test_sizes_that_disagree_are_refused_before_running():
     with pytest.raises(ValueError, match="query length"):
         kernel(q, k, v, out, do[:, :, :4].copy(), lse, dq, np.zeros_like(k),
                dv)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_builder_makes_the_backward_of_a_builtin(causal):
+    """attn.attention_grad(...) takes attention(...)'s arguments: here the
+    document mask, whose ids are the captured argument after dv."""
+    kernel = attn.compile_cpu(attn.attention_grad(mask="document",
+                                                  causal=causal, head_dim=32,
+                                                  heads=(4, 2)))
+    q, k, v, do = inputs((2, 4, 21, 32), (2, 2, 21, 32), seed=5)
+    doc = (np.arange(21) // 8).astype(np.int32)
+    keep = lambda b, h, i, j: (doc[i] == doc[j]) & (j <= i)
+    out, lse = reference_attention(q, k, v, causal=causal, keep=keep)
+    grads = [np.full_like(x, np.nan) for x in (q, k, v)]
+    kernel(q, k, v, out.astype(np.float32), do, lse.astype(np.float32),
+           *grads, doc)
+    want = reference_grad(q, k, v, do, causal, keep, None, None)
+    for name, g, w in zip(("dQ", "dK", "dV"), grads, want):
+        assert relative_error(g, w) < 1e-5, name
+    with pytest.raises(ValueError, match="mask= must be one of"):
+        attn.attention_grad(mask="diagonal")

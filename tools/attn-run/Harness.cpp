@@ -140,3 +140,63 @@ int attn_run::summarize(bool json, unsigned cases, unsigned failures,
         cases - failures, cases, worst, allowed);
   return failures ? 1 : 0;
 }
+
+/// The argument attribute that says how attn-run fills a captured tensor.
+static constexpr llvm::StringLiteral kFillAttrName = "attn.fill";
+
+/// The (Hq, Hkv) pairs to try: --heads, else the input's static head counts,
+/// else 4 query and 4 kv heads.
+std::vector<std::pair<int64_t, int64_t>> attn_run::headsFor(ArrayRef<std::string> pairs,
+                                                  RankedTensorType qType,
+                                                  RankedTensorType kType) {
+  std::vector<std::string> given(pairs.begin(), pairs.end());
+  if (given.empty()) {
+    int64_t hq = qType.isDynamicDim(1) ? 4 : qType.getDimSize(1);
+    int64_t hkv = kType.isDynamicDim(1) ? hq : kType.getDimSize(1);
+    given.push_back(std::to_string(hq) + ":" + std::to_string(hkv));
+  }
+  std::vector<std::pair<int64_t, int64_t>> heads;
+  for (StringRef pair : given) {
+    auto [hqText, hkvText] = pair.split(':');
+    int64_t hq, hkv;
+    if (hqText.getAsInteger(10, hq) ||
+        (hkvText.empty() ? (hkv = hq, false) : hkvText.getAsInteger(10, hkv)) ||
+        hq <= 0 || hkv <= 0)
+      fail("--heads takes Hq:Hkv pairs of positive integers, not '" + pair +
+           "'");
+    if (hq % hkv != 0)
+      fail("--heads=" + pair + ": Hq is not a multiple of Hkv");
+    if (!qType.isDynamicDim(1) && qType.getDimSize(1) != hq)
+      fail("--heads=" + pair + " contradicts the static Hq " +
+           llvm::Twine(qType.getDimSize(1)));
+    if (!kType.isDynamicDim(1) && kType.getDimSize(1) != hkv)
+      fail("--heads=" + pair + " contradicts the static Hkv " +
+           llvm::Twine(kType.getDimSize(1)));
+    heads.push_back({hq, hkv});
+  }
+  return heads;
+}
+
+/// Which captures hold where each run of the preceding integer capture
+/// (sorted ids) starts: attn.fill = "run-starts", attn-run's alone, so
+/// removed from the function before it is compiled.
+SmallVector<bool> attn_run::runStartFills(func::FuncOp func,
+                                llvm::function_ref<bool(unsigned)> isCapture) {
+  bool seenIds = false;
+  SmallVector<bool> fills(func.getNumArguments(), false);
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto type = cast<RankedTensorType>(arg.getType());
+    bool integer = isa<IntegerType, IndexType>(type.getElementType());
+    Attribute fill = func.removeArgAttr(i, kFillAttrName);
+    if (fill && (fill != StringAttr::get(func.getContext(), "run-starts") ||
+                 !isCapture(i) || !integer || !seenIds))
+      fail("argument #" + llvm::Twine(i) + ": " + kFillAttrName +
+           " must be \"run-starts\", on an integer capture after another "
+           "integer capture");
+    fills[i] = fill != nullptr;
+    seenIds |= isCapture(i) && integer && !fill;
+  }
+  return fills;
+}
+

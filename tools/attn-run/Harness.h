@@ -65,6 +65,19 @@ std::optional<attn_runtime::ElementKind> kindOf(mlir::Type type);
 std::vector<int64_t> sizesFor(const char *name, llvm::ArrayRef<int64_t> flag,
                               int64_t staticSize, int64_t fallback);
 
+/// The (Hq, Hkv) pairs to try: --heads, else the input's static head
+/// counts, else 4 query and 4 kv heads.
+std::vector<std::pair<int64_t, int64_t>>
+headsFor(llvm::ArrayRef<std::string> pairs, mlir::RankedTensorType qType,
+         mlir::RankedTensorType kType);
+
+/// Which captures hold where each run of the preceding integer capture
+/// (sorted ids) starts: attn.fill = "run-starts", attn-run's alone, so
+/// removed from the function before it is compiled.
+llvm::SmallVector<bool>
+runStartFills(mlir::func::FuncOp func,
+              llvm::function_ref<bool(unsigned)> isCapture);
+
 /// Calls the compiled function on `buffers` (one per argument); returns ms.
 double invoke(mlir::attn::CpuKernel &kernel,
               std::vector<std::unique_ptr<attn_runtime::HostTensor>> &buffers);
@@ -118,6 +131,13 @@ struct AttentionSweep {
 /// reference, one line per case. Returns the exit code.
 int runAttention(mlir::ModuleOp module, const AttentionSweep &sweep,
                  CompileFn compile);
+
+/// Checks the attn.attention_grad of a function of `module` on every case
+/// of the sweep: fresh Q, K, V and dO, the output and logsumexp of the
+/// float64 forward, and dQ, dK and dV against the float64 gradients.
+/// Returns the exit code.
+int runAttentionGrad(mlir::ModuleOp module, const AttentionSweep &sweep,
+                     CompileFn compile);
 
 } // namespace attn_run
 

@@ -11,6 +11,12 @@ using namespace attn_run;
 llvm::Expected<RegionPrograms>
 attn_run::regionPrograms(func::FuncOp func, attn::AttentionOp op,
                          llvm::function_ref<bool(unsigned)> isCapture) {
+  return regionPrograms(func, op.getScoreMod(), op.getMaskMod(), isCapture);
+}
+
+llvm::Expected<RegionPrograms>
+attn_run::regionPrograms(func::FuncOp func, Region &scoreMod, Region &maskMod,
+                         llvm::function_ref<bool(unsigned)> isCapture) {
   Block *entry = &func.getBody().front();
   auto argumentNumber = [&](Value tensor) -> int64_t {
     auto arg = dyn_cast<BlockArgument>(tensor);
@@ -20,14 +26,13 @@ attn_run::regionPrograms(func::FuncOp func, attn::AttentionOp op,
   };
   RegionPrograms programs;
   std::pair<Region *, std::optional<attn_runtime::RegionProgram> *> regions[] =
-      {{&op.getScoreMod(), &programs.scoreMod},
-       {&op.getMaskMod(), &programs.maskMod}};
+      {{&scoreMod, &programs.scoreMod}, {&maskMod, &programs.maskMod}};
   for (auto [region, program] : regions) {
     if (region->empty())
       continue;
     llvm::Expected<attn_runtime::RegionProgram> translated =
         attn::translateRegion(
-            *region, region == &op.getScoreMod() ? "score_mod" : "mask_mod",
+            *region, region == &scoreMod ? "score_mod" : "mask_mod",
             argumentNumber);
     if (!translated)
       return translated.takeError();

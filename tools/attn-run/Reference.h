@@ -36,6 +36,11 @@ struct RegionPrograms {
 llvm::Expected<RegionPrograms>
 regionPrograms(mlir::func::FuncOp func, mlir::attn::AttentionOp op,
                llvm::function_ref<bool(unsigned)> isCapture);
+/// The same for any op's score_mod and mask_mod (either may be empty).
+llvm::Expected<RegionPrograms>
+regionPrograms(mlir::func::FuncOp func, mlir::Region &scoreMod,
+               mlir::Region &maskMod,
+               llvm::function_ref<bool(unsigned)> isCapture);
 
 struct ReferenceResult {
   std::vector<double> output;    // [B, Hq, M, Dv]

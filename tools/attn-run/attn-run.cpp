@@ -124,6 +124,12 @@ static cl::opt<std::string> dtype("dtype", cl::init("f32"),
                                   cl::cat(category));
 static cl::opt<bool> causal("causal", cl::desc("causal mask"),
                             cl::cat(category));
+static cl::opt<bool>
+    backward("backward",
+             cl::desc("check the attention's backward (attn.attention_grad: "
+                      "dQ, dK and dV against float64 gradients; the CPU "
+                      "only)"),
+             cl::init(false), cl::cat(category));
 static cl::opt<bool> logsumexp("lse", cl::desc("also return the logsumexp"),
                                cl::cat(category));
 static cl::opt<std::string>
@@ -288,6 +294,7 @@ int main(int argc, char **argv) {
     spec.scoreMod = scoreMod;
     spec.fillHints = true;
     spec.givenBlockMask = givenBlockMask;
+    spec.backward = backward;
     if (givenBlockMask && !emitVariant)
       fail("--given-block-mask needs --emit-variant: attn-run fills no "
            "block-mask lists");
@@ -339,8 +346,9 @@ int main(int argc, char **argv) {
     if (!softmax)
       softmax = found;
   });
-  bool hasAttention = false;
+  bool hasAttention = false, hasGrad = false;
   module->walk([&](attn::AttentionOp) { hasAttention = true; });
+  module->walk([&](attn::AttentionGradOp) { hasGrad = true; });
   if (softmax && !hasAttention) {
     SoftmaxSweep sweep;
     sweep.rows = softmaxRows;
@@ -363,5 +371,9 @@ int main(int argc, char **argv) {
   sweep.seed = seed;
   sweep.json = json;
   sweep.showBlockMask = showBlockMask;
+  if (hasGrad && (backward || !hasAttention))
+    return runAttentionGrad(*module, sweep, compile);
+  if (backward)
+    fail("--backward checks an attn.attention_grad, and the input has none");
   return runAttention(*module, sweep, compile);
 }

@@ -40,6 +40,10 @@ struct VariantSpec {
   /// Marks captures that attn-run fills in a particular way (jagged's
   /// sequence starts) with `attn.fill`; attn-run removes it before compiling.
   bool fillHints = false;
+  /// Instead: @attention_grad(query, key, value, out, grad_out, logsumexp,
+  /// grad_query, grad_key, grad_value [, captures]), the
+  /// attn.attention_grad of the same attention.
+  bool backward = false;
 };
 
 /// MLIR text of the variant, or an error naming the bad flag.

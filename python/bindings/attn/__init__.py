@@ -21,14 +21,15 @@ from .block_mask import BlockMask
 from .runtime import Kernel, Stream, alibi_slopes, chip, has_gpu_reference
 
 try:
-    from .compiler import (Module, CpuKernel, attention, softmax, compile_cpu,
-                           compile_gpu, block_mask_module,
-                           create_block_mask)
+    from .compiler import (Module, CpuKernel, attention, attention_grad,
+                           softmax, compile_cpu, compile_gpu,
+                           block_mask_module, create_block_mask)
     compiler_available = True
 except ImportError:  # a runtime-only build (no MLIR)
     compiler_available = False
 
 __all__ = ["BlockMask", "Kernel", "Stream", "alibi_slopes", "chip",
            "has_gpu_reference", "compiler_available", "Module", "CpuKernel",
-           "attention", "softmax", "compile_cpu", "compile_gpu",
+           "attention", "attention_grad", "softmax", "compile_cpu",
+           "compile_gpu",
            "block_mask_module", "create_block_mask"]

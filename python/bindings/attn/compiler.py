@@ -103,6 +103,37 @@ def attention(dtype="f32", head_dim=64, value_dim=None, causal=False,
     return Module.parse(text)
 
 
+def attention_grad(dtype="f32", head_dim=64, value_dim=None, causal=False,
+                   mask=None, score_mod=None, scale=None, batch=None,
+                   heads=None, q_len=None, kv_len=None):
+    """The backward of attention(...) with the same arguments: a module
+    with one function @attention_grad(q, k, v, out, grad_out, lse, dq, dk,
+    dv [, captures as attention's]) holding one attn.attention_grad.
+
+    out and lse are the forward's output and logsumexp, grad_out the
+    gradient of a loss with respect to out; dq, dk and dv (shaped and typed
+    as q, k and v) receive the gradients (docs/Backward.md). It compiles
+    for the CPU (compile_cpu); it has no GPU kernel yet.
+    """
+    dtype = _check_dtype(dtype)
+    head_dim = _check_head_dim("head_dim", head_dim)
+    if value_dim is not None:
+        value_dim = _check_head_dim("value_dim", value_dim)
+    causal = _check_bool("causal", causal)
+    mask = _check_mask(mask)
+    score_mod = _check_score_mod(score_mod)
+    scale = _check_scale(scale)
+    hq, hkv = _check_heads(heads)
+    batch, q_len, kv_len = (_check_size(name, size) for name, size in
+                            (("batch=", batch), ("q_len=", q_len),
+                             ("kv_len=", kv_len)))
+    text = attention_source(
+        dtype, head_dim, value_dim or 0, causal, False, mask, score_mod,
+        scale or 0.0, _dim(batch), _dim(hq), _dim(hkv), _dim(q_len),
+        _dim(kv_len), 0, backward=True)
+    return Module.parse(text)
+
+
 def softmax(dtype="f32"):
     """A module with @softmax(x, out) over the last dim of [?, ?] tensors."""
     return Module.parse(softmax_source(_check_dtype(dtype)))
