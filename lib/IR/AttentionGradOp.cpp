@@ -78,12 +78,8 @@ LogicalResult AttentionGradOp::verify() {
                              3)))
       return failure();
 
-  int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
-  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
-      (hkv == 0 || hq % hkv != 0))
-    return emitOpError() << "expected query heads (" << hq
-                         << ") to be a multiple of key/value heads (" << hkv
-                         << ")";
+  if (failed(verifyGroupedHeads(op, q, k)))
+    return failure();
   if (std::optional<APFloat> scale = getScale())
     if (failed(verifyScale(op, scale->convertToFloat())))
       return failure();

@@ -87,6 +87,17 @@ LogicalResult verifyScale(Operation *op, float scale) {
          << "expected scale to be a finite positive number, but got " << scale;
 }
 
+LogicalResult verifyGroupedHeads(Operation *op, RankedTensorType q,
+                                 RankedTensorType k) {
+  int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
+  if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) ||
+      (hkv != 0 && hq % hkv == 0))
+    return success();
+  return op->emitOpError() << "expected query heads (" << hq
+                           << ") to be a multiple of key/value heads (" << hkv
+                           << ")";
+}
+
 std::string typeListString(TypeRange types) {
   std::string str;
   llvm::raw_string_ostream os(str);

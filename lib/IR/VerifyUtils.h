@@ -35,6 +35,10 @@ LogicalResult verifyHeadDim(Operation *op, StringRef name,
                             RankedTensorType type);
 /// A finite positive scale.
 LogicalResult verifyScale(Operation *op, float scale);
+/// Query heads (dim 1 of `q`) a multiple of key/value heads (of `k`) where
+/// both are static.
+LogicalResult verifyGroupedHeads(Operation *op, RankedTensorType q,
+                                 RankedTensorType k);
 /// "(t0, t1, ...)".
 std::string typeListString(TypeRange types);
 /// A score_mod/mask_mod region: its block arguments (`argTypes`, named by

@@ -8,6 +8,24 @@
 
 using namespace attn_runtime;
 
+/// Whether `p` keeps (b, h, i, j): its causal flag, window and mask_mod
+/// (`position` is scratch space for its arguments). False, with `why`,
+/// where the mask_mod is undefined.
+static bool keeps(const ReferenceAttention &p, int64_t b, int64_t h,
+                  int64_t i, int64_t j, std::vector<Scalar> &position,
+                  bool &visible, std::string &why) {
+  visible = !p.causal || (j <= i && (p.window <= 0 || i - j <= p.window));
+  if (!p.maskMod)
+    return true;
+  position = {Scalar::ofInt(b), Scalar::ofInt(h), Scalar::ofInt(i),
+              Scalar::ofInt(j)};
+  Scalar value;
+  if (!evaluateRegion(*p.maskMod, position, p.arguments, value, why))
+    return false;
+  visible = visible && value.i != 0;
+  return true;
+}
+
 bool attn_runtime::referenceAttention(const ReferenceAttention &p,
                                       ReferenceResult &result,
                                       std::string &error) {
@@ -74,15 +92,9 @@ bool attn_runtime::referenceAttention(const ReferenceAttention &p,
         // in PyTorch (std::max would silently skip it).
         bool nanRow = false;
         for (int64_t j = 0; j < n; ++j) {
-          bool visible =
-              !p.causal || (j <= i && (p.window <= 0 || i - j <= p.window));
-          if (p.maskMod) {
-            position = {Scalar::ofInt(b), Scalar::ofInt(h), Scalar::ofInt(i),
-                        Scalar::ofInt(j)};
-            if (!evaluateRegion(*p.maskMod, position, p.arguments, value, why))
-              return at("mask_mod", b, h, i, j, why);
-            visible = visible && value.i != 0;
-          }
+          bool visible;
+          if (!keeps(p, b, h, i, j, position, visible, why))
+            return at("mask_mod", b, h, i, j, why);
           keep[j] = visible;
           if (p.visit)
             p.visit(b, h, i, j, visible);
@@ -181,15 +193,9 @@ bool attn_runtime::referenceAttentionGrad(const ReferenceAttention &p,
                      *doRow = &dos[row * dv];
         double max = -std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < n; ++j) {
-          bool visible =
-              !p.causal || (j <= i && (p.window <= 0 || i - j <= p.window));
-          if (p.maskMod) {
-            position = {Scalar::ofInt(b), Scalar::ofInt(h), Scalar::ofInt(i),
-                        Scalar::ofInt(j)};
-            if (!evaluateRegion(*p.maskMod, position, p.arguments, value, why))
-              return at("mask_mod", b, h, i, j);
-            visible = visible && value.i != 0;
-          }
+          bool visible;
+          if (!keeps(p, b, h, i, j, position, visible, why))
+            return at("mask_mod", b, h, i, j);
           keep[j] = visible;
           if (!visible)
             continue;

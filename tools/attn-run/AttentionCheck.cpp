@@ -24,15 +24,7 @@ using namespace attn_runtime;
 
 namespace {
 
-struct Problem {
-  int64_t b, hq, hkv, m, n, d, dv;
-};
-
-std::string caseName(const Problem &p) {
-  return llvm::formatv("B={0} Hq={1} Hkv={2} M={3} N={4}", p.b, p.hq, p.hkv,
-                       p.m, p.n)
-      .str();
-}
+using Problem = AttentionCase;
 
 /// The function's arguments by role: the op's operands, and captures (every
 /// other argument, read by its regions).
@@ -212,18 +204,6 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
   attn::AttentionOp op;
   std::tie(func, op) = findAttention(module, sweep.entry);
 
-  // Sizes to sweep.
-  auto qType = op.getQueryType(), kType = op.getKeyType();
-  std::vector<int64_t> bs =
-      sizesFor("batch", sweep.batches, qType.getDimSize(0), 1);
-  std::vector<std::pair<int64_t, int64_t>> heads =
-      headsFor(sweep.headPairs, qType, kType);
-  std::vector<int64_t> ms =
-      sizesFor("q-len", sweep.qLens, qType.getDimSize(2), 64);
-  std::vector<int64_t> ns;
-  if (!sweep.kvLens.empty() || !kType.isDynamicDim(2))
-    ns = sizesFor("kv-len", sweep.kvLens, kType.getDimSize(2), 64);
-
   Roles roles = rolesOf(func, op);
   SmallVector<bool> runStarts =
       runStartFills(func, [&](unsigned i) { return roles.isCapture(i); });
@@ -231,13 +211,9 @@ int attn_run::runAttention(ModuleOp module, const AttentionSweep &sweep,
 
   // The cases of the sweep, in order, and every case's shapes and memory,
   // checked before compiling.
-  std::vector<Problem> problems;
-  for (int64_t b : bs)
-    for (auto [hq, hkv] : heads)
-      for (int64_t m : ms)
-        for (int64_t n : ns.empty() ? std::vector<int64_t>{m} : ns)
-          problems.push_back(
-              {b, hq, hkv, m, n, op.getHeadDim(), op.getValueHeadDim()});
+  std::vector<Problem> problems =
+      sweepCases(sweep, op.getQueryType(), op.getKeyType(), op.getHeadDim(),
+                 op.getValueHeadDim());
   for (const Problem &p : problems)
     footprintOf(func, roles, p).checkFits();
 

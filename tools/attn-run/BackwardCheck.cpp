@@ -83,9 +83,7 @@ GradRoles rolesOf(func::FuncOp func, attn::AttentionGradOp op) {
   return roles;
 }
 
-struct Problem {
-  int64_t b, hq, hkv, m, n, d, dv;
-};
+using Problem = AttentionCase;
 
 std::vector<int64_t> shapeOf(BlockArgument arg, const GradRoles &roles,
                              const Problem &p) {
@@ -121,17 +119,7 @@ std::vector<int64_t> shapeOf(BlockArgument arg, const GradRoles &roles,
 int attn_run::runAttentionGrad(ModuleOp module, const AttentionSweep &sweep,
                                CompileFn compile) {
   auto [func, op] = findGrad(module, sweep.entry);
-  auto qType = op.getQuery().getType(), kType = op.getKey().getType();
-  std::vector<int64_t> bs =
-      sizesFor("batch", sweep.batches, qType.getDimSize(0), 1);
-  std::vector<std::pair<int64_t, int64_t>> heads =
-      headsFor(sweep.headPairs, qType, kType);
-  std::vector<int64_t> ms =
-      sizesFor("q-len", sweep.qLens, qType.getDimSize(2), 64);
-  std::vector<int64_t> ns;
-  if (!sweep.kvLens.empty() || !kType.isDynamicDim(2))
-    ns = sizesFor("kv-len", sweep.kvLens, kType.getDimSize(2), 64);
-
+  auto qType = op.getQuery().getType();
   GradRoles roles = rolesOf(func, op);
   auto isCapture = [&](unsigned i) { return roles.isCapture(i); };
   SmallVector<bool> runStarts = runStartFills(func, isCapture);
@@ -140,17 +128,11 @@ int attn_run::runAttentionGrad(ModuleOp module, const AttentionSweep &sweep,
   if (!programs)
     fail(llvm::toString(programs.takeError()));
 
-  std::vector<Problem> problems;
-  for (int64_t b : bs)
-    for (auto [hq, hkv] : heads)
-      for (int64_t m : ms)
-        for (int64_t n : ns.empty() ? std::vector<int64_t>{m} : ns)
-          problems.push_back(
-              {b, hq, hkv, m, n, op.getHeadDim(), op.getValueHeadDim()});
+  std::vector<Problem> problems =
+      sweepCases(sweep, qType, op.getKey().getType(), op.getHeadDim(),
+                 op.getValueHeadDim());
   for (const Problem &p : problems) {
-    Footprint footprint(llvm::formatv("B={0} Hq={1} Hkv={2} M={3} N={4}", p.b,
-                                      p.hq, p.hkv, p.m, p.n)
-                            .str());
+    Footprint footprint(caseName(p));
     for (BlockArgument arg : func.getArguments()) {
       auto type = cast<RankedTensorType>(arg.getType());
       std::vector<int64_t> shape = shapeOf(arg, roles, p);

@@ -200,3 +200,30 @@ SmallVector<bool> attn_run::runStartFills(func::FuncOp func,
   return fills;
 }
 
+std::string attn_run::caseName(const AttentionCase &c) {
+  return llvm::formatv("B={0} Hq={1} Hkv={2} M={3} N={4}", c.b, c.hq, c.hkv,
+                       c.m, c.n)
+      .str();
+}
+
+std::vector<AttentionCase> attn_run::sweepCases(const AttentionSweep &sweep,
+                                                RankedTensorType qType,
+                                                RankedTensorType kType,
+                                                int64_t d, int64_t dv) {
+  std::vector<int64_t> bs =
+      sizesFor("batch", sweep.batches, qType.getDimSize(0), 1);
+  std::vector<std::pair<int64_t, int64_t>> heads =
+      headsFor(sweep.headPairs, qType, kType);
+  std::vector<int64_t> ms =
+      sizesFor("q-len", sweep.qLens, qType.getDimSize(2), 64);
+  std::vector<int64_t> ns;
+  if (!sweep.kvLens.empty() || !kType.isDynamicDim(2))
+    ns = sizesFor("kv-len", sweep.kvLens, kType.getDimSize(2), 64);
+  std::vector<AttentionCase> cases;
+  for (int64_t b : bs)
+    for (auto [hq, hkv] : heads)
+      for (int64_t m : ms)
+        for (int64_t n : ns.empty() ? std::vector<int64_t>{m} : ns)
+          cases.push_back({b, hq, hkv, m, n, d, dv});
+  return cases;
+}

@@ -126,6 +126,21 @@ struct AttentionSweep {
   bool showBlockMask = false;
 };
 
+/// One case of an attention sweep: its sizes.
+struct AttentionCase {
+  int64_t b, hq, hkv, m, n, d, dv;
+};
+
+/// "B=.. Hq=.. Hkv=.. M=.. N=..".
+std::string caseName(const AttentionCase &c);
+
+/// The cases of `sweep` for an op with these Q and K types and head dims,
+/// in order: the flags' sizes, else the static ones, else defaults (N: M).
+std::vector<AttentionCase> sweepCases(const AttentionSweep &sweep,
+                                      mlir::RankedTensorType qType,
+                                      mlir::RankedTensorType kType, int64_t d,
+                                      int64_t dv);
+
 /// Checks the attn.attention of a function of `module` on every case of the
 /// sweep: fresh inputs per case (outputs poisoned) against a float64
 /// reference, one line per case. Returns the exit code.

@@ -80,27 +80,13 @@ def attention(dtype="f32", head_dim=64, value_dim=None, causal=False,
     mask on partial ones. Without it, the pipeline derives a block mask
     from `mask`.
     """
-    dtype = _check_dtype(dtype)
-    head_dim = _check_head_dim("head_dim", head_dim)
-    if value_dim is not None:
-        value_dim = _check_head_dim("value_dim", value_dim)
-    causal = _check_bool("causal", causal)
     lse = _check_bool("lse", lse)
-    mask = _check_mask(mask)
-    score_mod = _check_score_mod(score_mod)
-    scale = _check_scale(scale)
-    hq, hkv = _check_heads(heads)
-    batch, q_len, kv_len = (_check_size(name, size) for name, size in
-                            (("batch=", batch), ("q_len=", q_len),
-                             ("kv_len=", kv_len)))
     if given_block_mask is not None:
         given_block_mask = _check_block_size("given_block_mask",
                                              given_block_mask)
-    text = attention_source(
-        dtype, head_dim, value_dim or 0, causal, lse, mask, score_mod,
-        scale or 0.0, _dim(batch), _dim(hq), _dim(hkv), _dim(q_len),
-        _dim(kv_len), given_block_mask or 0)
-    return Module.parse(text)
+    return Module.parse(_variant_source(
+        dtype, head_dim, value_dim, causal, lse, mask, score_mod, scale,
+        batch, heads, q_len, kv_len, given_block_mask or 0, False))
 
 
 def attention_grad(dtype="f32", head_dim=64, value_dim=None, causal=False,
@@ -115,6 +101,16 @@ def attention_grad(dtype="f32", head_dim=64, value_dim=None, causal=False,
     as q, k and v) receive the gradients (docs/Backward.md). It compiles
     for the CPU (compile_cpu); it has no GPU kernel yet.
     """
+    return Module.parse(_variant_source(
+        dtype, head_dim, value_dim, causal, False, mask, score_mod, scale,
+        batch, heads, q_len, kv_len, 0, True))
+
+
+def _variant_source(dtype, head_dim, value_dim, causal, lse, mask, score_mod,
+                    scale, batch, heads, q_len, kv_len, given_block_mask,
+                    backward):
+    """attention_source's text for attention() or attention_grad(), after
+    checking the arguments they share."""
     dtype = _check_dtype(dtype)
     head_dim = _check_head_dim("head_dim", head_dim)
     if value_dim is not None:
@@ -127,11 +123,10 @@ def attention_grad(dtype="f32", head_dim=64, value_dim=None, causal=False,
     batch, q_len, kv_len = (_check_size(name, size) for name, size in
                             (("batch=", batch), ("q_len=", q_len),
                              ("kv_len=", kv_len)))
-    text = attention_source(
-        dtype, head_dim, value_dim or 0, causal, False, mask, score_mod,
+    return attention_source(
+        dtype, head_dim, value_dim or 0, causal, lse, mask, score_mod,
         scale or 0.0, _dim(batch), _dim(hq), _dim(hkv), _dim(q_len),
-        _dim(kv_len), 0, backward=True)
-    return Module.parse(text)
+        _dim(kv_len), given_block_mask, backward=backward)
 
 
 def softmax(dtype="f32"):
