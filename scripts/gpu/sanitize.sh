@@ -17,8 +17,7 @@
 # at once, bench/concurrent_calls.py). Default: all. TOOLS overrides the
 # tool list. Each case runs its own float64 or bit-exact check too. A
 # finding (an error, a hazard, a failed check, a run past CASE_TIMEOUT
-# seconds, default 600) fails the run. Logs
-# under ${OUT:-/tmp}/sanitize.log.
+# seconds, default 600) fails the run. Logs under ${OUT:-/tmp}/sanitize.log.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp}
