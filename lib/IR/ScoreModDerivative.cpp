@@ -122,9 +122,16 @@ Value TangentBuilder::rule(Operation *op) {
   Value result = primal(op->getResult(0));
   Type type = op->getResult(0).getType();
   using arith::CmpFPredicate;
-  auto pick = [&](CmpFPredicate predicate) {
+  // min/max: the derivative of the operand the op returns. `skipsNaN`:
+  // maxnumf/minnumf return the first operand when the second is NaN.
+  auto pick = [&](CmpFPredicate predicate, bool skipsNaN) {
     Value firstWins =
         arith::CmpFOp::create(b, loc, predicate, operand(0), operand(1));
+    if (skipsNaN)
+      firstWins = arith::OrIOp::create(
+          b, loc, firstWins,
+          arith::CmpFOp::create(b, loc, CmpFPredicate::UNO, operand(1),
+                                operand(1)));
     return select(firstWins, dOperand(0), dOperand(1), type);
   };
   return llvm::TypeSwitch<Operation *, Value>(op)
@@ -141,10 +148,10 @@ Value TangentBuilder::rule(Operation *op) {
                    : Value();
       })
       .Case([&](arith::NegFOp) { return neg(dOperand(0)); })
-      .Case([&](arith::MaximumFOp) { return pick(CmpFPredicate::OGE); })
-      .Case([&](arith::MaxNumFOp) { return pick(CmpFPredicate::OGE); })
-      .Case([&](arith::MinimumFOp) { return pick(CmpFPredicate::OLE); })
-      .Case([&](arith::MinNumFOp) { return pick(CmpFPredicate::OLE); })
+      .Case([&](arith::MaximumFOp) { return pick(CmpFPredicate::OGE, false); })
+      .Case([&](arith::MaxNumFOp) { return pick(CmpFPredicate::OGE, true); })
+      .Case([&](arith::MinimumFOp) { return pick(CmpFPredicate::OLE, false); })
+      .Case([&](arith::MinNumFOp) { return pick(CmpFPredicate::OLE, true); })
       .Case([&](arith::SelectOp) {
         return select(operand(0), dOperand(1), dOperand(2), type);
       })

@@ -204,8 +204,9 @@ std::pair<Value, Value> BackwardBuilder::probabilities(Value s, Value lse,
               regions.scoreModAndDerivative(nb, l, x, batch, head, qi, kvi);
         Value negInf =
             f32Constant(nb, l, -std::numeric_limits<double>::infinity());
-        // A row that saw no key has L = -inf: P is 0 there, not NaN.
-        Value keep = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::ONE,
+        // A row that saw no key has L = -inf: P is 0 there, not NaN. A NaN
+        // L (a NaN score) keeps its row NaN, as the forward's output is.
+        Value keep = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::UNE,
                                            args[1], negInf);
         if (causal)
           keep = arith::AndIOp::create(

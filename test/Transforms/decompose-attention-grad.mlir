@@ -52,3 +52,25 @@ func.func @grad(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor
       -> tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xbf16>
   return %r#0, %r#1, %r#2 : tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xbf16>
 }
+
+// maxnumf returns its first operand where the second is NaN, and its
+// derivative follows: the first wins where a >= b or b is NaN.
+// CHECK-LABEL: func.func @grad_maxnum
+// CHECK: %[[ROOT:.*]] = math.sqrt
+// CHECK: %[[GE:.*]] = arith.cmpf oge, %{{.*}}, %[[ROOT]] : f32
+// CHECK: %[[NAN:.*]] = arith.cmpf uno, %[[ROOT]], %[[ROOT]] : f32
+// CHECK: %[[FIRST:.*]] = arith.ori %[[GE]], %[[NAN]] : i1
+// CHECK: arith.select %[[FIRST]],
+func.func @grad_maxnum(%q: tensor<?x1x?x16xf32>, %k: tensor<?x1x?x16xf32>, %v: tensor<?x1x?x16xf32>, %o: tensor<?x1x?x16xf32>, %do: tensor<?x1x?x16xf32>, %l: tensor<?x1x?xf32>, %dq: tensor<?x1x?x16xf32>, %dk: tensor<?x1x?x16xf32>, %dv: tensor<?x1x?x16xf32>) -> (tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) {
+  %r:3 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?xf32>)
+      outs(%dq, %dk, %dv : tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>)
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %qi: index, %kv: index):
+        %c = arith.constant -2.0 : f32
+        %root = math.sqrt %s : f32
+        %r = arith.maxnumf %c, %root : f32
+        attn.yield %r : f32
+      }
+      -> tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>
+  return %r#0, %r#1, %r#2 : tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>
+}
