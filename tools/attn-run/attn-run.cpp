@@ -300,6 +300,8 @@ int main(int argc, char **argv) {
            "block-mask lists");
     if (opName != "attention" && opName != "softmax")
       fail("--op must be attention or softmax, not '" + opName + "'");
+    if (backward && opName == "softmax")
+      fail("--backward checks attention's gradients; --op=softmax has none");
     llvm::Expected<std::string> text = opName == "softmax"
                                            ? attn::softmaxSource(dtype)
                                            : attn::variantSource(spec);
