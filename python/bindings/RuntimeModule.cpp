@@ -21,6 +21,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 
 namespace nb = nanobind;
@@ -43,6 +44,15 @@ CudaDriver &driver() {
 
 [[noreturn]] void raise(const std::string &error) {
   throw std::runtime_error("attn: " + error);
+}
+
+/// Runs `call` on the process's driver without the GIL: a driver call can
+/// wait for another thread's, and that thread (compute-sanitizer's hooks
+/// inside PyTorch's calls, say) may be waiting for the GIL.
+template <typename Call> auto withoutGil(Call call) {
+  CudaDriver &cuda = driver();
+  nb::gil_scoped_release release;
+  return call(cuda);
 }
 
 using Buffers = std::vector<std::pair<uint64_t, std::vector<int64_t>>>;
@@ -89,18 +99,20 @@ public:
   PreparedLaunches(const Function &function, std::vector<void *> kernels,
                    std::vector<Argument> args, uint64_t stream) {
     std::string error;
-    if (!driver().prepare(function, kernels, args, call, error,
-                          reinterpret_cast<void *>(stream)))
-      raise(error);
+    withoutGil([&](CudaDriver &cuda) {
+      if (!cuda.prepare(function, kernels, args, call, error,
+                        reinterpret_cast<void *>(stream)))
+        raise(error);
+    });
   }
 
   /// Queues the launches on the stream without waiting for them.
   void launch() {
-    CudaDriver &cuda = driver();
     std::string error;
-    nb::gil_scoped_release release;
-    if (!cuda.launch(call, error))
-      raise(error);
+    withoutGil([&](CudaDriver &cuda) {
+      if (!cuda.launch(call, error))
+        raise(error);
+    });
   }
 
 private:
@@ -197,9 +209,10 @@ public:
     PreparedLaunches call = prepare(name, buffers, stream);
     call.launch();
     std::string error;
-    nb::gil_scoped_release release;
-    if (!driver().synchronize(reinterpret_cast<void *>(stream), error))
-      raise(error);
+    withoutGil([&](CudaDriver &cuda) {
+      if (!cuda.synchronize(reinterpret_cast<void *>(stream), error))
+        raise(error);
+    });
   }
 
   /// The launches of @name evaluated for `buffers` on `stream`, checked as
@@ -222,15 +235,17 @@ public:
     std::string error = f.checkArguments(shapes);
     if (!error.empty())
       throw nb::value_error(("attn: " + error).c_str());
-    CudaDriver &cuda = driver();
-    if (kernels.empty())
-      for (const Function &fn : bundle.functions)
-        for (const Launch &l : fn.launches)
-          if (!cuda.loadKernel(bundle, l, kernels[&l], error))
-            raise(error);
     std::vector<void *> fKernels;
-    for (const Launch &l : f.launches)
-      fKernels.push_back(kernels[&l]);
+    withoutGil([&](CudaDriver &cuda) {
+      std::lock_guard<std::mutex> lock(loading);
+      if (kernels.empty())
+        for (const Function &fn : bundle.functions)
+          for (const Launch &l : fn.launches)
+            if (!cuda.loadKernel(bundle, l, kernels[&l], error))
+              raise(error);
+      for (const Launch &l : f.launches)
+        fKernels.push_back(kernels[&l]);
+    });
     // The driver checks the shapes again: prepare is the runtime's one way
     // in.
     return PreparedLaunches(f, std::move(fKernels), std::move(args), stream);
@@ -249,7 +264,10 @@ private:
   }
 
   Bundle bundle;
+  /// Loaded on the first call; `loading` guards them, as calls from
+  /// several threads run without the GIL.
   std::map<const Launch *, void *> kernels;
+  std::mutex loading;
 };
 
 } // namespace
@@ -265,31 +283,42 @@ NB_MODULE(_runtime, m) {
   m.def("malloc", [](size_t bytes) {
     uint64_t address;
     std::string error;
-    if (!driver().allocate(bytes, address, error))
-      raise("cannot allocate " + std::to_string(bytes) +
-            " bytes on the GPU: " + error);
+    withoutGil([&](CudaDriver &cuda) {
+      if (!cuda.allocate(bytes, address, error))
+        raise("cannot allocate " + std::to_string(bytes) +
+              " bytes on the GPU: " + error);
+    });
     return address;
   });
-  m.def("free", [](uint64_t address) { driver().free(address); });
+  m.def("free", [](uint64_t address) {
+    withoutGil([&](CudaDriver &cuda) { cuda.free(address); });
+  });
   m.def("copy_to_device", [](uint64_t address, nb::bytes data) {
     std::string error;
-    if (!driver().copyToDevice(address, data.c_str(), data.size(), error))
-      raise(error);
+    const char *bytes = data.c_str();
+    size_t size = data.size();
+    withoutGil([&](CudaDriver &cuda) {
+      if (!cuda.copyToDevice(address, bytes, size, error))
+        raise(error);
+    });
   });
   m.def("copy_to_host", [](uint64_t address, size_t bytes) {
     std::string data(bytes, '\0');
     std::string error;
-    if (!driver().copyToHost(data.data(), address, bytes, error))
-      raise(error);
+    withoutGil([&](CudaDriver &cuda) {
+      if (!cuda.copyToHost(data.data(), address, bytes, error))
+        raise(error);
+    });
     return nb::bytes(data.data(), data.size());
   });
   m.def(
       "synchronize",
       [](uint64_t stream) {
         std::string error;
-        nb::gil_scoped_release release;
-        if (!driver().synchronize(reinterpret_cast<void *>(stream), error))
-          raise(error);
+        withoutGil([&](CudaDriver &cuda) {
+          if (!cuda.synchronize(reinterpret_cast<void *>(stream), error))
+            raise(error);
+        });
       },
       nb::arg("stream") = 0, "Waits for what is queued on `stream`.");
   m.def(
@@ -297,23 +326,28 @@ NB_MODULE(_runtime, m) {
       [] {
         void *stream = nullptr;
         std::string error;
-        if (!driver().createStream(stream, error))
-          raise(error);
+        withoutGil([&](CudaDriver &cuda) {
+          if (!cuda.createStream(stream, error))
+            raise(error);
+        });
         return reinterpret_cast<uint64_t>(stream);
       },
       "A new CUstream (non-blocking) as an int.");
   m.def(
       "destroy_stream",
       [](uint64_t stream) {
-        driver().destroyStream(reinterpret_cast<void *>(stream));
+        withoutGil([&](CudaDriver &cuda) {
+          cuda.destroyStream(reinterpret_cast<void *>(stream));
+        });
       },
       nb::arg("stream"),
       "Destroys a stream of create_stream, and its workspace.");
   m.def(
       "workspace",
       [](uint64_t stream) {
-        StreamBuffers buffers =
-            driver().buffers(reinterpret_cast<void *>(stream));
+        StreamBuffers buffers = withoutGil([&](CudaDriver &cuda) {
+          return cuda.buffers(reinterpret_cast<void *>(stream));
+        });
         return std::make_pair(buffers.workspace, buffers.workspaceBytes);
       },
       nb::arg("stream") = 0,
