@@ -29,8 +29,11 @@ LogicalResult AttentionGradOp::verify() {
       failed(verifyRank(op, "grad_output", dO, 4, "[B, Hq, M, Dv]")) ||
       failed(verifyLogsumexp(op, lse, "[B, Hq, M]")))
     return failure();
-  if (getOutputs().size() != 3)
-    return emitOpError() << "expected 3 outputs (dQ, dK, dV), but got "
+  size_t expected = 3 + getWrt().size();
+  if (getOutputs().size() != expected)
+    return emitOpError() << "expected " << expected
+                         << " outputs (dQ, dK, dV and one per wrt tensor), "
+                            "but got "
                          << getOutputs().size();
 
   Type elementType = q.getElementType();
@@ -86,7 +89,7 @@ LogicalResult AttentionGradOp::verify() {
 
   const char *gradNames[] = {"dQ", "dK", "dV"};
   RankedTensorType primals[] = {q, k, v};
-  for (auto [i, init] : llvm::enumerate(getOutputs())) {
+  for (auto [i, init] : llvm::enumerate(getOutputs().take_front(3))) {
     auto type = cast<RankedTensorType>(init.getType());
     if (type.getShape() != primals[i].getShape())
       return emitOpError() << "expected " << gradNames[i] << " (output #" << i
@@ -97,6 +100,28 @@ LogicalResult AttentionGradOp::verify() {
       return emitOpError() << "expected " << gradNames[i]
                            << " element type to be f16, bf16 or f32, but got "
                            << type.getElementType();
+  }
+  // A wrt tensor's gradient is summed over many positions: f32.
+  for (auto [i, wrt] : llvm::enumerate(getWrt())) {
+    auto type = cast<RankedTensorType>(wrt.getType());
+    if (!isSupportedFloat(type.getElementType()))
+      return emitOpError() << "expected wrt #" << i
+                           << " to be a tensor of f16, bf16 or f32, but got "
+                           << type;
+    if (llvm::is_contained(getWrt().take_front(i), wrt))
+      return emitOpError() << "expected wrt #" << i
+                           << " to be listed once, but it repeats an earlier "
+                              "one";
+    auto gradType = cast<RankedTensorType>(getOutputs()[3 + i].getType());
+    if (gradType.getShape() != type.getShape() ||
+        !gradType.getElementType().isF32())
+      return emitOpError() << "expected output #" << 3 + i
+                           << " (the gradient of wrt #" << i
+                           << ") to be f32 of its shape, "
+                           << RankedTensorType::get(
+                                  type.getShape(),
+                                  Float32Type::get(getContext()))
+                           << ", but got " << gradType;
   }
   return verifyResultsMatchOutputs(op, getResults(), getOutputs());
 }
@@ -110,6 +135,14 @@ LogicalResult AttentionGradOp::verifyRegions() {
                               "[score, b, h, q, kv]")) ||
        failed(verifyScoreModDifferentiable(getOperation(), getScoreMod()))))
     return failure();
+  for (auto [i, wrt] : llvm::enumerate(getWrt())) {
+    if (!hasScoreMod())
+      return emitOpError() << "expected wrt #" << i
+                           << " to be read by a score_mod, but there is none";
+    if (failed(
+            verifyReadsDifferentiable(getOperation(), getScoreMod(), wrt, i)))
+      return failure();
+  }
   if (hasMaskMod() &&
       failed(verifyModRegion(getOperation(), getMaskMod(), "mask_mod",
                              {index, index, index, index},

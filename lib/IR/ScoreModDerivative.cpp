@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -36,11 +37,13 @@ bool readsPath(Operation *op, const llvm::DenseSet<Value> &path) {
   return reads;
 }
 
-/// The values of `scoreMod` computed from its score argument that carry a
-/// derivative, in op order; fails on `op` at an op that has none.
-FailureOr<llvm::DenseSet<Value>> scorePath(Operation *op, Region &scoreMod) {
+/// The values of `scoreMod` computed from `seed` (its score argument or a
+/// captured read) that carry a derivative, in op order; fails on `op` at an
+/// op that has none, saying with respect to `what`.
+FailureOr<llvm::DenseSet<Value>> derivativePath(Operation *op, Region &scoreMod,
+                                                Value seed, StringRef what) {
   Block &block = scoreMod.front();
-  llvm::DenseSet<Value> path = {block.getArgument(0)};
+  llvm::DenseSet<Value> path = {seed};
   for (Operation &nested : block.without_terminator()) {
     if (!readsPath(&nested, path))
       continue;
@@ -58,11 +61,11 @@ FailureOr<llvm::DenseSet<Value>> scorePath(Operation *op, Region &scoreMod) {
       path.insert(nested.getResult(0));
       continue;
     }
-    InFlightDiagnostic diag =
-        op->emitOpError()
-        << "needs the derivative of its score_mod with respect to the score, "
-           "but '"
-        << nested.getName() << "' on the score's path has none";
+    InFlightDiagnostic diag = op->emitOpError()
+                              << "needs the derivative of its score_mod with "
+                                 "respect to "
+                              << what << ", but '" << nested.getName()
+                              << "' on the path from it has none";
     diag.attachNote(nested.getLoc())
         << "here; the derivative is known for arith add, sub, mul, div, neg, "
            "min/max and select, float casts, and math exp, exp2, log, tanh, "
@@ -197,25 +200,79 @@ Value TangentBuilder::rule(Operation *op) {
 
 } // namespace
 
+/// The tangent of the region's result when `seed` moves by 1, built next
+/// to the inlined copy that `mapping` describes; `path` is derivativePath's.
+static Value buildDerivative(OpBuilder &builder, Location loc, Region &scoreMod,
+                             const IRMapping &mapping, Value seed,
+                             const llvm::DenseSet<Value> &path) {
+  Block &block = scoreMod.front();
+  TangentBuilder tangents(builder, loc, mapping);
+  tangents.setTangent(seed, tangents.constant(seed.getType(), 1.0));
+  for (Operation &nested : block.without_terminator())
+    if (nested.getNumResults() == 1 && path.contains(nested.getResult(0)))
+      tangents.setTangent(nested.getResult(0), tangents.rule(&nested));
+  Value yielded = cast<YieldOp>(block.getTerminator()).getValues()[0];
+  Value derivative = tangents.tangent(yielded);
+  return derivative ? derivative : tangents.constant(builder.getF32Type(), 0.0);
+}
+
 LogicalResult mlir::attn::verifyScoreModDifferentiable(Operation *op,
                                                        Region &scoreMod) {
-  return success(succeeded(scorePath(op, scoreMod)));
+  return success(succeeded(
+      derivativePath(op, scoreMod, scoreMod.getArgument(0), "the score")));
 }
 
 Value mlir::attn::buildScoreModDerivative(OpBuilder &builder, Location loc,
                                           Region &scoreMod,
                                           const IRMapping &mapping) {
-  Block &block = scoreMod.front();
+  Value score = scoreMod.getArgument(0);
   FailureOr<llvm::DenseSet<Value>> path =
-      scorePath(block.getParentOp(), scoreMod);
+      derivativePath(scoreMod.getParentOp(), scoreMod, score, "the score");
   assert(succeeded(path) && "score_mod must be differentiable");
-  TangentBuilder tangents(builder, loc, mapping);
-  Type f32 = builder.getF32Type();
-  tangents.setTangent(block.getArgument(0), tangents.constant(f32, 1.0));
-  for (Operation &nested : block.without_terminator())
-    if (nested.getNumResults() == 1 && path->contains(nested.getResult(0)))
-      tangents.setTangent(nested.getResult(0), tangents.rule(&nested));
-  Value yielded = cast<YieldOp>(block.getTerminator()).getValues()[0];
-  Value derivative = tangents.tangent(yielded);
-  return derivative ? derivative : tangents.constant(f32, 0.0);
+  return buildDerivative(builder, loc, scoreMod, mapping, score, *path);
+}
+
+SmallVector<tensor::ExtractOp> mlir::attn::readsOf(Region &scoreMod,
+                                                   Value capture) {
+  SmallVector<tensor::ExtractOp> reads;
+  scoreMod.walk([&](tensor::ExtractOp read) {
+    if (read.getTensor() == capture)
+      reads.push_back(read);
+  });
+  return reads;
+}
+
+LogicalResult mlir::attn::verifyReadsDifferentiable(Operation *op,
+                                                    Region &scoreMod,
+                                                    Value capture,
+                                                    unsigned wrtIndex) {
+  SmallVector<tensor::ExtractOp> reads = readsOf(scoreMod, capture);
+  if (reads.empty())
+    return op->emitOpError()
+           << "expected wrt #" << wrtIndex
+           << " to be read by the score_mod (tensor.extract), as only the "
+              "score_mod's reads have a gradient";
+  for (tensor::ExtractOp read : reads) {
+    if (read->getParentRegion() != &scoreMod)
+      return op->emitOpError().attachNote(read.getLoc())
+             << "wrt #" << wrtIndex
+             << " is read inside a nested region here; only reads in the "
+                "score_mod's own block can be differentiated";
+    std::string what;
+    llvm::raw_string_ostream(what) << "what it reads of wrt #" << wrtIndex;
+    if (failed(derivativePath(op, scoreMod, read.getResult(), what)))
+      return failure();
+  }
+  return success();
+}
+
+Value mlir::attn::buildReadDerivative(OpBuilder &builder, Location loc,
+                                      Region &scoreMod,
+                                      const IRMapping &mapping,
+                                      tensor::ExtractOp read) {
+  FailureOr<llvm::DenseSet<Value>> path = derivativePath(
+      scoreMod.getParentOp(), scoreMod, read.getResult(), "a captured read");
+  assert(succeeded(path) && "the read must be differentiable");
+  return buildDerivative(builder, loc, scoreMod, mapping, read.getResult(),
+                         *path);
 }

@@ -6,11 +6,13 @@
 // dQ += dS K (carried), dK += dS^T Q and dV += P^T dO (f32 accumulators for
 // the whole of K and V, so that the query heads of a kv head add to them in
 // order). On a CPU the tile's P and dS are computed once for all three
-// gradients; a GPU splits the dK/dV and dQ loops for parallelism.
+// gradients; a GPU splits the dK/dV and dQ loops for parallelism. The wrt
+// tensors' gradients are summed element by element after each tile.
 //
 //===----------------------------------------------------------------------===//
 
 #include "AttnDialect/Transforms/BackwardLoops.h"
+#include "AttnDialect/IR/ScoreModDerivative.h"
 #include "AttnDialect/Transforms/FlashLoop.h"
 #include "AttnDialect/Utils/ArithUtils.h"
 
@@ -78,8 +80,14 @@ private:
   /// scale * d score_mod / d s for scores `s` of keys from `kvStart`.
   std::pair<Value, Value> probabilities(Value s, Value lse, Value kvStart,
                                         Value batch, Value head);
-  /// dS = P (dP - Delta) * factor, 0 where P is.
+  /// dS = P (dP - Delta) * factor (no factor where null), 0 where P is.
   Value scoreGradients(Value p, Value dp, Value delta, Value factor);
+  /// Adds each wrt tensor's gradient over one tile to `grads`: at every
+  /// element (i, j) whose modified score's gradient `dsMod` is nonzero, the
+  /// score_mod's reads of the tensor add dsMod * d score_mod / d read at
+  /// the index read, element by element in order (deterministic).
+  SmallVector<Value> accumulateWrt(ValueRange grads, Value dsMod, Value s,
+                                   Value kvStart, Value batch, Value head);
 
   OpBuilder &b;
   Location loc;
@@ -237,17 +245,25 @@ Value BackwardBuilder::scoreGradients(Value p, Value dp, Value delta,
   bindDims(ctx, i, j);
   Value empty =
       tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, p), f32);
+  SmallVector<Value> inputs = {p, dp, delta};
+  SmallVector<SmallVector<AffineExpr>> exprs = {{i, j}, {i, j}, {i}};
+  if (factor) {
+    inputs.push_back(factor);
+    exprs.push_back({i, j});
+  }
+  exprs.push_back({i, j});
+  SmallVector<ArrayRef<AffineExpr>> exprRefs(exprs.begin(), exprs.end());
   return linalg::GenericOp::create(
-             b, loc, p.getType(), ValueRange{p, dp, delta, factor},
-             ValueRange{empty},
-             mapsOf(ctx, {{i, j}, {i, j}, {i}, {i, j}, {i, j}}),
+             b, loc, p.getType(), inputs, ValueRange{empty},
+             mapsOf(ctx, exprRefs),
              {IteratorType::parallel, IteratorType::parallel},
              [&](OpBuilder &nb, Location l, ValueRange args) {
                Value zero = f32Constant(nb, l, 0.0);
                Value ds = arith::MulFOp::create(
                    nb, l, args[0],
                    arith::SubFOp::create(nb, l, args[1], args[2]));
-               ds = arith::MulFOp::create(nb, l, ds, args[3]);
+               if (factor)
+                 ds = arith::MulFOp::create(nb, l, ds, args[3]);
                // A masked or underflowed P gives 0 even where the factor is
                // infinite (a score_mod's slope at a pole).
                Value none = arith::CmpFOp::create(
@@ -257,6 +273,71 @@ Value BackwardBuilder::scoreGradients(Value p, Value dp, Value delta,
                    arith::SelectOp::create(nb, l, none, zero, ds).getResult());
              })
       .getResult(0);
+}
+
+SmallVector<Value> BackwardBuilder::accumulateWrt(ValueRange grads, Value dsMod,
+                                                  Value s, Value kvStart,
+                                                  Value batch, Value head) {
+  Value zero = index(0), one = index(1);
+  auto rowLoop = scf::ForOp::create(b, loc, zero, dim(dsMod, 0), one, grads);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(rowLoop.getBody());
+  Value i = rowLoop.getInductionVar();
+  auto colLoop = scf::ForOp::create(b, loc, zero, dim(dsMod, 1), one,
+                                    rowLoop.getRegionIterArgs());
+  scf::YieldOp::create(b, loc, colLoop.getResults());
+  b.setInsertionPointToStart(colLoop.getBody());
+  Value j = colLoop.getInductionVar();
+  ValueRange current = colLoop.getRegionIterArgs();
+  Value g = tensor::ExtractOp::create(b, loc, dsMod, ValueRange{i, j});
+  // Masked elements (g = 0) are skipped: a slope infinite there must not
+  // make 0 * inf = NaN.
+  Value used = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, g,
+                                     f32Constant(b, loc, 0.0));
+  auto ifUsed = scf::IfOp::create(b, loc, current.getTypes(), used,
+                                  /*withElseRegion=*/true);
+  scf::YieldOp::create(b, loc, ifUsed.getResults());
+  b.setInsertionPointToStart(ifUsed.elseBlock());
+  scf::YieldOp::create(b, loc, current);
+
+  b.setInsertionPointToStart(ifUsed.thenBlock());
+  Value x = arith::MulFOp::create(
+      b, loc, tensor::ExtractOp::create(b, loc, s, ValueRange{i, j}),
+      f32Constant(b, loc, op.getScaleValue()));
+  Value kvi = arith::AddIOp::create(b, loc, kvStart, j);
+  SmallVector<Value> updated(current.begin(), current.end());
+  for (auto [w, wrt] : llvm::enumerate(op.getWrt())) {
+    SmallVector<tensor::ExtractOp> reads = readsOf(op.getScoreMod(), wrt);
+    for (auto &[indices, slope] : regions.scoreModReadDerivatives(
+             b, loc, x, batch, head, i, kvi, reads)) {
+      // An out-of-bounds read is reported (or undefined) already; its
+      // gradient must not be written out of bounds too.
+      Value inBounds = arith::ConstantIntOp::create(b, loc, 1, 1);
+      for (auto [d, idx] : llvm::enumerate(indices))
+        inBounds = arith::AndIOp::create(
+            b, loc, inBounds,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, idx,
+                                  dim(updated[w], d)));
+      Value grad = updated[w];
+      auto ifInBounds = scf::IfOp::create(b, loc, grad.getType(), inBounds,
+                                          /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(ifInBounds.thenBlock());
+        Value old = tensor::ExtractOp::create(b, loc, grad, indices);
+        Value sum = arith::AddFOp::create(
+            b, loc, old, arith::MulFOp::create(b, loc, g, slope));
+        scf::YieldOp::create(
+            b, loc,
+            tensor::InsertOp::create(b, loc, sum, grad, indices).getResult());
+        b.setInsertionPointToStart(ifInBounds.elseBlock());
+        scf::YieldOp::create(b, loc, grad);
+      }
+      updated[w] = ifInBounds.getResult(0);
+    }
+  }
+  scf::YieldOp::create(b, loc, updated);
+  return rowLoop.getResults();
 }
 
 SmallVector<Value> BackwardBuilder::build() {
@@ -281,6 +362,9 @@ SmallVector<Value> BackwardBuilder::build() {
   Value dkAcc = accumulatorFor(op.getOutputs()[1]);
   Value dvAcc = accumulatorFor(op.getOutputs()[2]);
   SmallVector<Value> inits = {op.getOutputs()[0], dkAcc, dvAcc};
+  // The wrt tensors' gradients (f32 outputs), summed in place.
+  for (Value init : op.getOutputs().drop_front(3))
+    inits.push_back(accumulatorFor(init));
 
   AffineExpr x, y, z;
   bindDims(ctx, x, y, z);
@@ -309,9 +393,9 @@ SmallVector<Value> BackwardBuilder::build() {
 
     ValueRange carried = headLoop.getRegionIterArgs();
     Value dqInit = filled({rows, b.getIndexAttr(d)}, 0.0);
-    auto kvLoop =
-        scf::ForOp::create(b, loc, zero, n, index(kvTile),
-                           ValueRange{dqInit, carried[1], carried[2]});
+    SmallVector<Value> kvInits = {dqInit};
+    llvm::append_range(kvInits, carried.drop_front());
+    auto kvLoop = scf::ForOp::create(b, loc, zero, n, index(kvTile), kvInits);
     {
       OpBuilder::InsertionGuard kvGuard(b);
       b.setInsertionPointToStart(kvLoop.getBody());
@@ -341,25 +425,33 @@ SmallVector<Value> BackwardBuilder::build() {
       dkRows = accumulate(ds, qRows, dkRows, {{z, x}, {z, y}, {x, y}});
       Value dvRows = rowsOf(dvAll, batch, kvHead, kv0, len, dv);
       dvRows = accumulate(p, dORows, dvRows, {{z, x}, {z, y}, {x, y}});
-      scf::YieldOp::create(
-          b, loc,
-          ValueRange{nextDq,
-                     insertRows(dkRows, dkAll, batch, kvHead, kv0, len, d),
-                     insertRows(dvRows, dvAll, batch, kvHead, kv0, len, dv)});
+      SmallVector<Value> next = {
+          nextDq, insertRows(dkRows, dkAll, batch, kvHead, kv0, len, d),
+          insertRows(dvRows, dvAll, batch, kvHead, kv0, len, dv)};
+      if (!op.getWrt().empty()) {
+        Value dsMod = scoreGradients(p, dp, delta, Value());
+        llvm::append_range(
+            next, accumulateWrt(kvLoop.getRegionIterArgs().drop_front(3), dsMod,
+                                s, kv0, batch, head));
+      }
+      scf::YieldOp::create(b, loc, next);
     }
     // dQ of this head, in dQ's element type.
     Value dqType = tensor::EmptyOp::create(
         b, loc, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(d)},
         cast<RankedTensorType>(op.getOutputs()[0].getType()).getElementType());
     Value dqRows = convertInto(kvLoop.getResult(0), dqType);
-    scf::YieldOp::create(
-        b, loc,
-        ValueRange{insertRows(dqRows, carried[0], batch, head, zero, rows, d),
-                   kvLoop.getResult(1), kvLoop.getResult(2)});
+    SmallVector<Value> headResults = {
+        insertRows(dqRows, carried[0], batch, head, zero, rows, d)};
+    llvm::append_range(headResults, kvLoop.getResults().drop_front());
+    scf::YieldOp::create(b, loc, headResults);
   }
-  return {batchLoop.getResult(0),
-          convertInto(batchLoop.getResult(1), op.getOutputs()[1]),
-          convertInto(batchLoop.getResult(2), op.getOutputs()[2])};
+  SmallVector<Value> results = {
+      batchLoop.getResult(0),
+      convertInto(batchLoop.getResult(1), op.getOutputs()[1]),
+      convertInto(batchLoop.getResult(2), op.getOutputs()[2])};
+  llvm::append_range(results, batchLoop.getResults().drop_front(3));
+  return results;
 }
 
 } // namespace

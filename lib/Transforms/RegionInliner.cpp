@@ -185,6 +185,25 @@ RegionInliner::scoreModAndDerivative(OpBuilder &builder, Location loc,
           buildScoreModDerivative(builder, loc, *scoreModRegion, mapping)};
 }
 
+SmallVector<std::pair<SmallVector<Value>, Value>>
+RegionInliner::scoreModReadDerivatives(OpBuilder &builder, Location loc,
+                                       Value score, Value b, Value h, Value q,
+                                       Value kv,
+                                       ArrayRef<tensor::ExtractOp> reads) {
+  IRMapping mapping;
+  inlineRegion(builder, loc, *scoreModRegion, {score, b, h, q, kv}, mapping);
+  SmallVector<std::pair<SmallVector<Value>, Value>> result;
+  for (tensor::ExtractOp read : reads) {
+    SmallVector<Value> indices;
+    for (Value index : read.getIndices())
+      indices.push_back(mapping.lookupOrDefault(index));
+    result.emplace_back(
+        std::move(indices),
+        buildReadDerivative(builder, loc, *scoreModRegion, mapping, read));
+  }
+  return result;
+}
+
 Value RegionInliner::inlineRegion(OpBuilder &builder, Location l,
                                   Region &region, ValueRange args,
                                   IRMapping &mapping) {

@@ -374,6 +374,12 @@ public:
       equal(operand, 3, q, 3, "head dim");
     for (Value operand : {o, dO, dv})
       equal(operand, 3, v, 3, "value head dim");
+    // Each wrt tensor's gradient has its shape.
+    for (auto [wrt, grad] :
+         llvm::zip(op.getWrt(), op.getOutputs().drop_front(3)))
+      for (int64_t d = 0; d < cast<RankedTensorType>(wrt.getType()).getRank();
+           ++d)
+        equal(grad, d, wrt, d, "wrt tensor's dims");
     addCapturedReads({&op.getScoreMod(), &op.getMaskMod()}, q, k);
     return success();
   }

@@ -1,5 +1,6 @@
 // attn.attention_grad's verifier: shapes against the forward's, the
-// logsumexp, the gradients' shapes and a score_mod with no derivative.
+// logsumexp, the gradients' shapes, a score_mod with no derivative and
+// the wrt tensors.
 // RUN: attn-opt %s -split-input-file -verify-diagnostics
 
 func.func @f(%q: tensor<2x8x16x64xf16>, %k: tensor<2x2x32x64xf16>, %v: tensor<2x2x32x64xf16>, %o: tensor<2x8x16x64xf16>, %do: tensor<2x8x16x64xf16>, %l: tensor<2x8x16xf16>, %dq: tensor<2x8x16x64xf32>, %dk: tensor<2x2x32x64xf32>, %dv: tensor<2x2x32x64xf32>) {
@@ -43,7 +44,7 @@ func.func @f(%q: tensor<2x8x16x64xf16>, %k: tensor<2x2x32x64xf16>, %v: tensor<2x
 // -----
 
 func.func @f(%q: tensor<2x8x16x64xf16>, %k: tensor<2x2x32x64xf16>, %v: tensor<2x2x32x64xf16>, %o: tensor<2x8x16x64xf16>, %do: tensor<2x8x16x64xf16>, %l: tensor<2x8x16xf32>, %dq: tensor<2x8x16x64xf32>, %dk: tensor<2x2x32x64xf32>) {
-  // expected-error @+1 {{expected 3 outputs (dQ, dK, dV), but got 2}}
+  // expected-error @+1 {{expected 3 outputs (dQ, dK, dV and one per wrt tensor), but got 2}}
   %r:2 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<2x8x16x64xf16>, tensor<2x2x32x64xf16>, tensor<2x2x32x64xf16>, tensor<2x8x16x64xf16>, tensor<2x8x16x64xf16>, tensor<2x8x16xf32>)
       outs(%dq, %dk : tensor<2x8x16x64xf32>, tensor<2x2x32x64xf32>)
       -> tensor<2x8x16x64xf32>, tensor<2x2x32x64xf32>
@@ -64,7 +65,7 @@ func.func @f(%q: tensor<2x6x16x64xf16>, %k: tensor<2x4x32x64xf16>, %v: tensor<2x
 
 // A cast to an integer on the score's path has no derivative.
 func.func @f(%q: tensor<1x1x16x64xf32>, %k: tensor<1x1x32x64xf32>, %v: tensor<1x1x32x64xf32>, %o: tensor<1x1x16x64xf32>, %do: tensor<1x1x16x64xf32>, %l: tensor<1x1x16xf32>, %dq: tensor<1x1x16x64xf32>, %dk: tensor<1x1x32x64xf32>, %dv: tensor<1x1x32x64xf32>) {
-  // expected-error @+1 {{needs the derivative of its score_mod with respect to the score, but 'arith.fptosi' on the score's path has none}}
+  // expected-error @+1 {{needs the derivative of its score_mod with respect to the score, but 'arith.fptosi' on the path from it has none}}
   %r:3 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<1x1x16x64xf32>, tensor<1x1x32x64xf32>, tensor<1x1x32x64xf32>, tensor<1x1x16x64xf32>, tensor<1x1x16x64xf32>, tensor<1x1x16xf32>)
       outs(%dq, %dk, %dv : tensor<1x1x16x64xf32>, tensor<1x1x32x64xf32>, tensor<1x1x32x64xf32>)
       score_mod {
@@ -81,7 +82,7 @@ func.func @f(%q: tensor<1x1x16x64xf32>, %k: tensor<1x1x32x64xf32>, %v: tensor<1x
 // -----
 
 func.func @f(%q: tensor<1x1x16x64xf32>, %k: tensor<1x1x32x64xf32>, %v: tensor<1x1x32x64xf32>, %o: tensor<1x1x16x64xf32>, %do: tensor<1x1x16x64xf32>, %l: tensor<1x1x16xf32>, %dq: tensor<1x1x16x64xf32>, %dk: tensor<1x1x32x64xf32>, %dv: tensor<1x1x32x64xf32>) {
-  // expected-error @+1 {{needs the derivative of its score_mod with respect to the score, but 'math.floor' on the score's path has none}}
+  // expected-error @+1 {{needs the derivative of its score_mod with respect to the score, but 'math.floor' on the path from it has none}}
   %r:3 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<1x1x16x64xf32>, tensor<1x1x32x64xf32>, tensor<1x1x32x64xf32>, tensor<1x1x16x64xf32>, tensor<1x1x16x64xf32>, tensor<1x1x16xf32>)
       outs(%dq, %dk, %dv : tensor<1x1x16x64xf32>, tensor<1x1x32x64xf32>, tensor<1x1x32x64xf32>)
       score_mod {
@@ -92,5 +93,110 @@ func.func @f(%q: tensor<1x1x16x64xf32>, %k: tensor<1x1x32x64xf32>, %v: tensor<1x
         attn.yield %f : f32
       }
       -> tensor<1x1x16x64xf32>, tensor<1x1x32x64xf32>, tensor<1x1x32x64xf32>
+  return
+}
+
+// -----
+
+// wrt: the tensors whose gradients are asked for, each with an f32 output
+// of its shape, read by the score_mod on a differentiable path.
+
+func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x2x16x64xf32>, %do: tensor<1x2x16x64xf32>, %l: tensor<1x2x16xf32>, %dq: tensor<1x2x16x64xf32>, %dk: tensor<1x2x32x64xf32>, %dv: tensor<1x2x32x64xf32>, %slopes: tensor<2xf32>, %ds: tensor<2xf32>) {
+  // expected-error @+1 {{expected 3 outputs (dQ, dK, dV and one per wrt tensor), but got 4}}
+  %r:4 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16xf32>)
+      outs(%dq, %dk, %dv, %ds : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>)
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+        %slope = tensor.extract %slopes[%h] : tensor<2xf32>
+        %r = arith.addf %s, %slope : f32
+        attn.yield %r : f32
+      }
+      -> tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x2x16x64xf32>, %do: tensor<1x2x16x64xf32>, %l: tensor<1x2x16xf32>, %dq: tensor<1x2x16x64xf32>, %dk: tensor<1x2x32x64xf32>, %dv: tensor<1x2x32x64xf32>, %slopes: tensor<2xi32>, %ds: tensor<2xf32>) {
+  // expected-error @+1 {{expected wrt #0 to be a tensor of f16, bf16 or f32, but got 'tensor<2xi32>'}}
+  %r:4 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16xf32>) wrt(%slopes : tensor<2xi32>)
+      outs(%dq, %dk, %dv, %ds : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>)
+      -> tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x2x16x64xf32>, %do: tensor<1x2x16x64xf32>, %l: tensor<1x2x16xf32>, %dq: tensor<1x2x16x64xf32>, %dk: tensor<1x2x32x64xf32>, %dv: tensor<1x2x32x64xf32>, %slopes: tensor<2xf32>, %ds: tensor<2xf16>) {
+  // expected-error @+1 {{expected output #3 (the gradient of wrt #0) to be f32 of its shape, 'tensor<2xf32>', but got 'tensor<2xf16>'}}
+  %r:4 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16xf32>) wrt(%slopes : tensor<2xf32>)
+      outs(%dq, %dk, %dv, %ds : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf16>)
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+        %slope = tensor.extract %slopes[%h] : tensor<2xf32>
+        %r = arith.addf %s, %slope : f32
+        attn.yield %r : f32
+      }
+      -> tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf16>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x2x16x64xf32>, %do: tensor<1x2x16x64xf32>, %l: tensor<1x2x16xf32>, %dq: tensor<1x2x16x64xf32>, %dk: tensor<1x2x32x64xf32>, %dv: tensor<1x2x32x64xf32>, %slopes: tensor<2xf32>, %ds: tensor<2xf32>) {
+  // expected-error @+1 {{expected wrt #1 to be listed once, but it repeats an earlier one}}
+  %r:5 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16xf32>) wrt(%slopes, %slopes : tensor<2xf32>, tensor<2xf32>)
+      outs(%dq, %dk, %dv, %ds, %ds : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>, tensor<2xf32>)
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+        %slope = tensor.extract %slopes[%h] : tensor<2xf32>
+        %r = arith.addf %s, %slope : f32
+        attn.yield %r : f32
+      }
+      -> tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x2x16x64xf32>, %do: tensor<1x2x16x64xf32>, %l: tensor<1x2x16xf32>, %dq: tensor<1x2x16x64xf32>, %dk: tensor<1x2x32x64xf32>, %dv: tensor<1x2x32x64xf32>, %slopes: tensor<2xf32>, %ds: tensor<2xf32>) {
+  // expected-error @+1 {{expected wrt #0 to be read by a score_mod, but there is none}}
+  %r:4 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16xf32>) wrt(%slopes : tensor<2xf32>)
+      outs(%dq, %dk, %dv, %ds : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>)
+      -> tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x2x16x64xf32>, %do: tensor<1x2x16x64xf32>, %l: tensor<1x2x16xf32>, %dq: tensor<1x2x16x64xf32>, %dk: tensor<1x2x32x64xf32>, %dv: tensor<1x2x32x64xf32>, %slopes: tensor<2xf32>, %ds: tensor<2xf32>, %other: tensor<2xf32>) {
+  // expected-error @+1 {{expected wrt #0 to be read by the score_mod (tensor.extract), as only the score_mod's reads have a gradient}}
+  %r:4 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16xf32>) wrt(%other : tensor<2xf32>)
+      outs(%dq, %dk, %dv, %ds : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>)
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+        %slope = tensor.extract %slopes[%h] : tensor<2xf32>
+        %r = arith.addf %s, %slope : f32
+        attn.yield %r : f32
+      }
+      -> tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x2x16x64xf32>, %do: tensor<1x2x16x64xf32>, %l: tensor<1x2x16xf32>, %dq: tensor<1x2x16x64xf32>, %dk: tensor<1x2x32x64xf32>, %dv: tensor<1x2x32x64xf32>, %slopes: tensor<2xf32>, %ds: tensor<2xf32>) {
+  // expected-error @+1 {{needs the derivative of its score_mod with respect to what it reads of wrt #0, but 'math.floor' on the path from it has none}}
+  %r:4 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16xf32>) wrt(%slopes : tensor<2xf32>)
+      outs(%dq, %dk, %dv, %ds : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>)
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+        %slope = tensor.extract %slopes[%h] : tensor<2xf32>
+        // expected-note @+1 {{here; the derivative is known for}}
+        %f = math.floor %slope : f32
+        %r = arith.addf %s, %f : f32
+        attn.yield %r : f32
+      }
+      -> tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>
   return
 }

@@ -179,7 +179,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [
 //===----------------------------------------------------------------------===//
 
 def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
-    DestinationStyleOpInterface, Pure]> {
+    AttrSizedOperandSegments, DestinationStyleOpInterface, Pure]> {
   let summary = "gradients of attn.attention with respect to Q, K and V";
   let description = [{
     The backward pass of an `attn.attention` with the same scale, causal
@@ -208,6 +208,14 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     docs/Backward.md); an op with no derivative on the score's path (a
     cast to an integer, floor, ...) is refused here, naming the op.
 
+    `wrt` lists float tensors the score_mod reads (a learnable bias): for
+    each, one more output, f32 and of its shape, receives the loss's
+    gradient with respect to it. Each read `c[idx]` of one adds
+    dS'[i, j] * d score_mod / d c[idx] at `idx`, where
+    dS'[i, j] = P[i, j] (dP[i, j] - Delta[i]) is the gradient of the
+    modified score; the sums run in a fixed order, so that two runs agree
+    bit for bit.
+
     ```mlir
     %dq, %dk, %dv = attn.attention_grad
         ins(%q, %k, %v, %o, %do, %lse : tensor<2x8x?x64xf16>,
@@ -217,6 +225,19 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
              tensor<2x2x?x64xf32>) {causal}
         -> tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>, tensor<2x2x?x64xf32>
     ```
+
+    With ALiBi's per-head slopes learnt:
+
+    ```mlir
+    %dq, %dk, %dv, %dslopes = attn.attention_grad
+        ins(%q, %k, %v, %o, %do, %lse : ...) wrt(%slopes : tensor<8xf32>)
+        outs(%dq0, %dk0, %dv0, %ds0 : ..., tensor<8xf32>)
+        score_mod {
+        ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+          %slope = tensor.extract %slopes[%h] : tensor<8xf32>
+          ...
+        } -> ..., tensor<8xf32>
+    ```
   }];
 
   let arguments = (ins AnyRankedTensor:$query,
@@ -225,6 +246,7 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
                        AnyRankedTensor:$output,
                        AnyRankedTensor:$grad_output,
                        AnyRankedTensor:$logsumexp,
+                       Variadic<AnyRankedTensor>:$wrt,
                        Variadic<AnyRankedTensor>:$outputs,
                        OptionalAttr<F32Attr>:$scale,
                        UnitAttr:$causal);
@@ -236,6 +258,7 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     `ins` `(` $query `,` $key `,` $value `,` $output `,` $grad_output `,`
               $logsumexp `:` type($query) `,` type($key) `,` type($value) `,`
               type($output) `,` type($grad_output) `,` type($logsumexp) `)`
+    (`wrt` `(` $wrt^ `:` type($wrt) `)`)?
     `outs` `(` $outputs `:` type($outputs) `)`
     attr-dict
     (`score_mod` $score_mod^)?

@@ -4,13 +4,15 @@
 // derivative with respect to the score. It is built by forward-mode
 // differentiation: next to the inlined region, each op on the score's path
 // gets its tangent by the chain rule. Ops off that path (index arithmetic,
-// captured reads, constants) have none.
+// captured reads, constants) have none. The same forward mode, seeded at a
+// captured float read, gives the derivative with respect to what it reads.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTNDIALECT_IR_SCOREMODDERIVATIVE_H
 #define ATTNDIALECT_IR_SCOREMODDERIVATIVE_H
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -30,6 +32,21 @@ LogicalResult verifyScoreModDifferentiable(Operation *op, Region &scoreMod);
 /// that copy. The region must pass verifyScoreModDifferentiable.
 Value buildScoreModDerivative(OpBuilder &builder, Location loc,
                               Region &scoreMod, const IRMapping &mapping);
+
+/// The tensor.extract ops of `scoreMod` that read `capture`.
+SmallVector<tensor::ExtractOp> readsOf(Region &scoreMod, Value capture);
+
+/// Checks that `capture` (wrt operand #`wrtIndex` of `op`) is read by
+/// `scoreMod`, only in its block, and that the region's result is
+/// differentiable with respect to each value read, as for the score.
+LogicalResult verifyReadsDifferentiable(Operation *op, Region &scoreMod,
+                                        Value capture, unsigned wrtIndex);
+
+/// d score_mod / d (the value `read` returns), an f32, built as
+/// buildScoreModDerivative is. The region must pass
+/// verifyReadsDifferentiable for `read`'s tensor.
+Value buildReadDerivative(OpBuilder &builder, Location loc, Region &scoreMod,
+                          const IRMapping &mapping, tensor::ExtractOp read);
 
 } // namespace mlir::attn
 

@@ -52,6 +52,13 @@ public:
                                                 Location loc, Value score,
                                                 Value b, Value h, Value q,
                                                 Value kv);
+  /// For each of `reads` (tensor.extract ops of the score_mod's block): the
+  /// indices it reads at (score, b, h, q, kv) and d score_mod / d (the value
+  /// read), an f32 (ScoreModDerivative.h).
+  SmallVector<std::pair<SmallVector<Value>, Value>>
+  scoreModReadDerivatives(OpBuilder &builder, Location loc, Value score,
+                          Value b, Value h, Value q, Value kv,
+                          ArrayRef<tensor::ExtractOp> reads);
   /// mask_mod(b, h, q, kv): i1, true to keep the element.
   Value maskMod(OpBuilder &builder, Location loc, Value b, Value h, Value q,
                 Value kv);
