@@ -111,9 +111,13 @@ void fillCapture(HostTensor &tensor, std::mt19937_64 &rng,
 /// measures the kernel's own error. Elements whose reference is NaN or
 /// infinite (a region can compute them) are left out of the norms and must
 /// be NaN, or the same infinity, in `out`. `allFinite`: every other element
-/// of `out` is finite and those agree.
+/// of `out` is finite and those agree. With `magnitudes`, the norm
+/// divided by is theirs instead of the reference's: for a sum that cancels
+/// (a captured tensor's gradient), the sum of its terms' absolute values
+/// per element, what rounding the terms can cost.
 double relativeError(const HostTensor &out, const std::vector<double> &ref,
-                     bool &allFinite);
+                     bool &allFinite,
+                     const std::vector<double> *magnitudes = nullptr);
 
 /// The same for a logsumexp against its float64 reference: rows with
 /// nothing unmasked (reference -inf), or a non-finite reference, must

@@ -64,16 +64,25 @@ bool referenceAttention(const ReferenceAttention &problem,
 /// its Q, K and V.
 struct ReferenceGradients {
   std::vector<double> dq, dk, dv;
+  /// The gradients of the wrt arguments, in their order and shapes, and
+  /// per element the sum of the absolute values of the terms summed (the
+  /// sums cancel: the gradient of the modified scores sums to 0 per row).
+  std::vector<std::vector<double>> wrt, wrtMagnitudes;
 };
 
 /// The gradients of `p`'s attention for the output gradient `dO`
 /// [B, Hq, M, Dv], from their definition (docs/Backward.md) in double:
 /// Delta from `o`, the output the backward is given; the score_mod's
 /// derivative a central difference of its program in double (independent
-/// of the compiler's chain rule). Fails as referenceAttention does.
+/// of the compiler's chain rule). `wrt`: the numbers of the arguments
+/// (float tensors the score_mod reads) whose gradients are asked for, each
+/// summed over the positions that read an element, the derivative of the
+/// score_mod with respect to what it read by a central difference too.
+/// Fails as referenceAttention does.
 bool referenceAttentionGrad(const ReferenceAttention &p, const HostTensor &o,
                             const HostTensor &dO, ReferenceGradients &grads,
-                            std::string &error);
+                            std::string &error,
+                            const std::vector<int64_t> &wrt = {});
 
 } // namespace attn_runtime
 

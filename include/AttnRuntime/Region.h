@@ -146,6 +146,15 @@ struct RegionProgram {
                        std::string &error);
 };
 
+/// What an evaluation may change and report (a derivative by differences):
+/// the float result of op #`op` (none: -1) moves by `by`, and `values`, when
+/// set, receives every value (the arguments, then each op's result).
+struct RegionNudge {
+  int64_t op = -1;
+  double by = 0;
+  std::vector<Scalar> *values = nullptr;
+};
+
 /// Evaluates `program` for `args` (one per region argument); `arguments`
 /// are the function's arguments by number, which tensor.extract reads
 /// (null where not given). Integers are exact and wrap as MLIR defines;
@@ -156,7 +165,8 @@ struct RegionProgram {
 bool evaluateRegion(const RegionProgram &program,
                     const std::vector<Scalar> &args,
                     const std::vector<const HostTensor *> &arguments,
-                    Scalar &result, std::string &error);
+                    Scalar &result, std::string &error,
+                    const RegionNudge &nudge = {});
 
 } // namespace attn_runtime
 

@@ -358,15 +358,36 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
     if (spec.givenBlockMask)
       return llvm::createStringError(
           "the backward takes no block mask yet: leave out the given one");
-    return llvm::formatv(R"(func.func @attention_grad(%query: {0}, %key: {1}, %value: {2}, %out: {3}, %grad_out: {3}, %logsumexp: {4}, %grad_query: {0}, %grad_key: {1}, %grad_value: {2}{5}) -> ({0}, {1}, {2}) {{
-  %r:3 = attn.attention_grad ins(%query, %key, %value, %out, %grad_out, %logsumexp : {0}, {1}, {2}, {3}, {3}, {4})
-      outs(%grad_query, %grad_key, %grad_value : {0}, {1}, {2}){6}{7}
-      -> {0}, {1}, {2}
-  return %r#0, %r#1, %r#2 : {0}, {1}, {2}
+    // The built-ins' one float capture is ALiBi's slopes.
+    std::string wrt, gradArgs, grads, gradTypes;
+    if (spec.captureGrads) {
+      if (spec.scoreMod != "alibi")
+        return llvm::createStringError(
+            "capture gradients need a score_mod that reads a float tensor "
+            "(alibi), not '" +
+            spec.scoreMod + "'");
+      const char *slopesType = "tensor<?xf32>";
+      wrt = llvm::formatv("\n      wrt(%slopes : {0})", slopesType);
+      gradArgs = llvm::formatv(", %grad_slopes: {0}", slopesType);
+      grads = ", %grad_slopes";
+      gradTypes = llvm::formatv(", {0}", slopesType);
+    }
+    std::string resultTypes =
+        llvm::formatv("{0}, {1}, {2}{3}", qType, kType, vType, gradTypes);
+    unsigned results = spec.captureGrads ? 4 : 3;
+    std::string returned = "%r#0, %r#1, %r#2";
+    if (spec.captureGrads)
+      returned += ", %r#3";
+    return llvm::formatv(
+               R"(func.func @attention_grad(%query: {0}, %key: {1}, %value: {2}, %out: {3}, %grad_out: {3}, %logsumexp: {4}, %grad_query: {0}, %grad_key: {1}, %grad_value: {2}{8}{5}) -> ({10}) {{
+  %r:{11} = attn.attention_grad ins(%query, %key, %value, %out, %grad_out, %logsumexp : {0}, {1}, {2}, {3}, {3}, {4}){9}
+      outs(%grad_query, %grad_key, %grad_value{12} : {10}){6}{7}
+      -> {10}
+  return {13} : {10}
 }
 )",
-                         qType, kType, vType, oType, lseType, captures, attrs,
-                         regions)
+               qType, kType, vType, oType, lseType, captures, attrs, regions,
+               gradArgs, wrt, resultTypes, results, grads, returned)
         .str();
   }
 

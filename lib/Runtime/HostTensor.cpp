@@ -278,7 +278,8 @@ void *HostTensor::descriptor() {
 
 double attn_runtime::relativeError(const HostTensor &out,
                                    const std::vector<double> &ref,
-                                   bool &allFinite) {
+                                   bool &allFinite,
+                                   const std::vector<double> *magnitudes) {
   double diff = 0, norm = 0;
   allFinite = true;
   for (int64_t i = 0; i < out.numElements(); ++i) {
@@ -291,7 +292,8 @@ double attn_runtime::relativeError(const HostTensor &out,
     if (!std::isfinite(o))
       allFinite = false;
     diff += (o - r) * (o - r);
-    norm += r * r;
+    double m = magnitudes ? (*magnitudes)[i] : r;
+    norm += m * m;
   }
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }

@@ -155,7 +155,8 @@ bool attn_runtime::referenceAttentionGrad(const ReferenceAttention &p,
                                           const HostTensor &o,
                                           const HostTensor &dO,
                                           ReferenceGradients &grads,
-                                          std::string &error) {
+                                          std::string &error,
+                                          const std::vector<int64_t> &wrt) {
   int64_t batches = p.q->shape()[0], heads = p.q->shape()[1],
           rows = p.q->shape()[2], d = p.q->shape()[3];
   int64_t kvHeads = p.k->shape()[1], n = p.k->shape()[2], dv = p.v->shape()[3];
@@ -171,7 +172,27 @@ bool attn_runtime::referenceAttentionGrad(const ReferenceAttention &p,
   grads.dq.assign(qs.size(), 0.0);
   grads.dk.assign(ks.size(), 0.0);
   grads.dv.assign(vs.size(), 0.0);
-  std::vector<double> scores(n), slopes(n);
+  // The score_mod's reads of each wrt tensor: (op number, wrt number).
+  std::vector<std::pair<int64_t, size_t>> reads;
+  grads.wrt.clear();
+  grads.wrtMagnitudes.clear();
+  for (size_t w = 0; w < wrt.size(); ++w) {
+    const HostTensor *tensor = wrt[w] < static_cast<int64_t>(p.arguments.size())
+                                   ? p.arguments[wrt[w]]
+                                   : nullptr;
+    if (!tensor) {
+      error = "wrt argument #" + std::to_string(wrt[w]) + " is not given";
+      return false;
+    }
+    grads.wrt.emplace_back(tensor->numElements(), 0.0);
+    grads.wrtMagnitudes.emplace_back(tensor->numElements(), 0.0);
+    for (size_t k = 0; p.scoreMod && k < p.scoreMod->ops.size(); ++k)
+      if (p.scoreMod->ops[k].kind == RegionOp::Kind::Extract &&
+          p.scoreMod->ops[k].tensor == wrt[w])
+        reads.emplace_back(k, w);
+  }
+  std::vector<Scalar> values;
+  std::vector<double> scores(n), slopes(n), rawScores(n);
   std::vector<char> keep(n);
   std::vector<Scalar> args(5), position(4);
   Scalar value;
@@ -203,6 +224,7 @@ bool attn_runtime::referenceAttentionGrad(const ReferenceAttention &p,
           for (int64_t c = 0; c < d; ++c)
             dot += qRow[c] * kBase[j * d + c];
           double s = p.scale * dot;
+          rawScores[j] = s;
           slopes[j] = 1;
           if (p.scoreMod) {
             // score_mod(s) and its central difference at s +- step.
@@ -240,7 +262,42 @@ bool attn_runtime::referenceAttentionGrad(const ReferenceAttention &p,
             dp += doRow[c] * vBase[j * dv + c];
             grads.dv[((b * kvHeads + hk) * n + j) * dv + c] += prob * doRow[c];
           }
-          double ds = prob * (dp - delta) * slopes[j] * p.scale;
+          // d loss / d score_mod(s), then through the score_mod's reads of
+          // the wrt tensors (central differences of what each reads).
+          double dsMod = prob * (dp - delta);
+          if (!reads.empty() && dsMod != 0) {
+            args = {Scalar::ofFloat(rawScores[j]), Scalar::ofInt(b),
+                    Scalar::ofInt(h), Scalar::ofInt(i), Scalar::ofInt(j)};
+            RegionNudge record;
+            record.values = &values;
+            if (!evaluateRegion(*p.scoreMod, args, p.arguments, value, why,
+                                record))
+              return at("score_mod", b, h, i, j);
+            std::vector<Scalar> at0 = values;
+            for (const auto &[k, w] : reads) {
+              const RegionOp &read = p.scoreMod->ops[k];
+              const HostTensor &tensor = *p.arguments[read.tensor];
+              int64_t flat = 0;
+              for (size_t dim = 0; dim < read.operands.size(); ++dim)
+                flat = flat * tensor.shape()[dim] + at0[read.operands[dim]].i;
+              double read0 = at0[p.scoreMod->args.size() + k].f;
+              double step = 1e-6 * std::max(1.0, std::fabs(read0));
+              double ends[2];
+              for (int e = 0; e < 2; ++e) {
+                RegionNudge nudge;
+                nudge.op = k;
+                nudge.by = e == 0 ? step : -step;
+                if (!evaluateRegion(*p.scoreMod, args, p.arguments, value, why,
+                                    nudge))
+                  return at("score_mod", b, h, i, j);
+                ends[e] = value.f;
+              }
+              double term = dsMod * (ends[0] - ends[1]) / (2 * step);
+              grads.wrt[w][flat] += term;
+              grads.wrtMagnitudes[w][flat] += std::fabs(term);
+            }
+          }
+          double ds = dsMod * slopes[j] * p.scale;
           for (int64_t c = 0; c < d; ++c) {
             grads.dq[row * d + c] += ds * kBase[j * d + c];
             grads.dk[((b * kvHeads + hk) * n + j) * d + c] += ds * qRow[c];

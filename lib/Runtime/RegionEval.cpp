@@ -300,7 +300,7 @@ bool extract(const RegionOp &op, const std::vector<Scalar> &indices,
 bool attn_runtime::evaluateRegion(
     const RegionProgram &program, const std::vector<Scalar> &args,
     const std::vector<const HostTensor *> &arguments, Scalar &result,
-    std::string &error) {
+    std::string &error, const RegionNudge &nudge) {
   if (args.size() != program.args.size()) {
     error = "the region takes " + std::to_string(program.args.size()) +
             " arguments, not " + std::to_string(args.size());
@@ -456,8 +456,12 @@ bool attn_runtime::evaluateRegion(
         }
       }
     }
+    if (static_cast<int64_t>(values.size() - args.size()) == nudge.op)
+      r.f += nudge.by;
     values.push_back(r);
   }
   result = values[program.result];
+  if (nudge.values)
+    *nudge.values = std::move(values);
   return true;
 }

@@ -517,7 +517,7 @@ NB_MODULE(_compiler, m) {
          bool causal, bool lse, const std::string &mask,
          const std::string &scoreMod, double scale, int64_t batch,
          int64_t queryHeads, int64_t kvHeads, int64_t queryLen, int64_t kvLen,
-         int64_t givenBlockMask, bool backward) {
+         int64_t givenBlockMask, bool backward, bool captureGrads) {
         attn::VariantSpec spec;
         spec.dtype = dtype;
         spec.headDim = headDim;
@@ -534,6 +534,7 @@ NB_MODULE(_compiler, m) {
         spec.kvLen = kvLen;
         spec.givenBlockMask = givenBlockMask;
         spec.backward = backward;
+        spec.captureGrads = captureGrads;
         auto text = attn::variantSource(spec);
         if (!text)
           throw nb::value_error(
@@ -544,7 +545,8 @@ NB_MODULE(_compiler, m) {
       nb::arg("causal"), nb::arg("lse"), nb::arg("mask"), nb::arg("score_mod"),
       nb::arg("scale"), nb::arg("batch"), nb::arg("query_heads"),
       nb::arg("kv_heads"), nb::arg("query_len"), nb::arg("kv_len"),
-      nb::arg("given_block_mask"), nb::arg("backward") = false);
+      nb::arg("given_block_mask"), nb::arg("backward") = false,
+      nb::arg("capture_grads") = false);
   m.def(
       "block_mask_source",
       [](const std::string &mask, int64_t batch, int64_t heads,

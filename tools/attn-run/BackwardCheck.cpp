@@ -1,10 +1,11 @@
 //===- BackwardCheck.cpp - attn-run's check of attn.attention_grad --------===//
 //
 // Gives each argument of the function a role (the forward's Q, K, V, its
-// output and logsumexp, the output's gradient, the three gradients, or a
-// capture of the regions), fills Q, K, V and dO at random and the output
-// and logsumexp from the float64 forward, and compares dQ, dK and dV with
-// the float64 backward (AttnRuntime/Reference.h).
+// output and logsumexp, the output's gradient, the three gradients, a wrt
+// tensor's gradient, or a capture of the regions), fills Q, K, V and dO at
+// random and the output and logsumexp from the float64 forward, and
+// compares dQ, dK, dV and the wrt tensors' gradients with the float64
+// backward (AttnRuntime/Reference.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,12 +25,14 @@ using namespace attn_runtime;
 
 namespace {
 
-/// The function's arguments by role: the op's operands in order (Q, K, V,
-/// O, dO, L, dQ, dK, dV), and captures (every other argument).
+/// The function's arguments by role: the op's operands (Q, K, V, O, dO, L,
+/// dQ, dK, dV), the wrt tensors (captures too) with their gradients, and
+/// captures (every other argument).
 struct GradRoles {
   static constexpr unsigned kCount = 9;
   unsigned of[kCount];
   enum Role { Q, K, V, Out, GradOut, Lse, DQ, DK, DV };
+  std::vector<unsigned> wrt, wrtGrads;
 
   std::optional<unsigned> roleOf(unsigned arg) const {
     for (unsigned r = 0; r < kCount; ++r)
@@ -37,7 +40,14 @@ struct GradRoles {
         return r;
     return std::nullopt;
   }
-  bool isCapture(unsigned arg) const { return !roleOf(arg); }
+  /// The wrt tensor whose gradient argument `arg` is.
+  std::optional<size_t> wrtGradOf(unsigned arg) const {
+    for (size_t w = 0; w < wrtGrads.size(); ++w)
+      if (wrtGrads[w] == arg)
+        return w;
+    return std::nullopt;
+  }
+  bool isCapture(unsigned arg) const { return !roleOf(arg) && !wrtGradOf(arg); }
 };
 
 const char *const kRoleNames[] = {
@@ -65,13 +75,24 @@ std::pair<func::FuncOp, attn::AttentionGradOp> findGrad(ModuleOp module,
 
 GradRoles rolesOf(func::FuncOp func, attn::AttentionGradOp op) {
   GradRoles roles;
-  for (auto [r, operand] : llvm::enumerate(op->getOperands())) {
+  auto argumentOf = [&](Value operand, const llvm::Twine &what) {
     auto arg = dyn_cast<BlockArgument>(operand);
     if (!arg || arg.getOwner() != &func.getBody().front())
-      fail(llvm::Twine("the ") + kRoleNames[r] +
-           " of the attn.attention_grad must be an argument of @" +
+      fail("the " + what +
+           " of the attn.attention_grad must be an argument "
+           "of @" +
            func.getName());
-    roles.of[r] = arg.getArgNumber();
+    return arg.getArgNumber();
+  };
+  Value fixed[] = {op.getQuery(),      op.getKey(),        op.getValue(),
+                   op.getOutput(),     op.getGradOutput(), op.getLogsumexp(),
+                   op.getOutputs()[0], op.getOutputs()[1], op.getOutputs()[2]};
+  for (auto [r, operand] : llvm::enumerate(fixed))
+    roles.of[r] = argumentOf(operand, kRoleNames[r]);
+  for (auto [w, operand] : llvm::enumerate(op.getWrt())) {
+    roles.wrt.push_back(argumentOf(operand, "wrt #" + llvm::Twine(w)));
+    roles.wrtGrads.push_back(argumentOf(op.getOutputs()[3 + w],
+                                        "gradient of wrt #" + llvm::Twine(w)));
   }
   for (BlockArgument arg : func.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
@@ -87,6 +108,10 @@ using Problem = AttentionCase;
 
 std::vector<int64_t> shapeOf(BlockArgument arg, const GradRoles &roles,
                              const Problem &p) {
+  // A wrt tensor's gradient is shaped as the tensor.
+  if (std::optional<size_t> w = roles.wrtGradOf(arg.getArgNumber()))
+    arg = cast<func::FuncOp>(arg.getOwner()->getParentOp())
+              .getArgument(roles.wrt[*w]);
   std::optional<unsigned> role = roles.roleOf(arg.getArgNumber());
   if (!role) {
     // A capture: dynamic dims cover any b, h, q or kv index.
@@ -163,6 +188,11 @@ int attn_run::runAttentionGrad(ModuleOp module, const AttentionSweep &sweep,
   ElementKind kind = *kindOf(qType.getElementType());
   double allowed = sweep.tolerance > 0 ? sweep.tolerance
                                        : attentionTolerance(kind, false);
+  // A wrt tensor's gradient is f32 computed in f32 from the inputs as
+  // given: the f32 bound, whatever their type.
+  double allowedWrt = sweep.tolerance > 0
+                          ? sweep.tolerance
+                          : attentionTolerance(ElementKind::F32, false);
   std::string typeName;
   llvm::raw_string_ostream(typeName) << qType.getElementType();
   if (!sweep.json)
@@ -188,7 +218,9 @@ int attn_run::runAttentionGrad(ModuleOp module, const AttentionSweep &sweep,
       auto buffer =
           std::make_unique<HostTensor>(argKind, shapeOf(arg, roles, p));
       std::optional<unsigned> role = roles.roleOf(i);
-      if (!role) {
+      if (roles.wrtGradOf(i)) {
+        buffer->poison();
+      } else if (!role) {
         fillCapture(*buffer, rng, runStarts[i] ? ids : nullptr);
         if (!isFloat(argKind) && !runStarts[i])
           ids = buffer.get();
@@ -225,8 +257,9 @@ int attn_run::runAttentionGrad(ModuleOp module, const AttentionSweep &sweep,
     for (int64_t e = 0; e < buffer(GradRoles::Lse).numElements(); ++e)
       buffer(GradRoles::Lse).set(e, forward.logsumexp[e]);
     ReferenceGradients want;
+    std::vector<int64_t> wrt(roles.wrt.begin(), roles.wrt.end());
     if (!referenceAttentionGrad(problem, buffer(GradRoles::Out),
-                                buffer(GradRoles::GradOut), want, error))
+                                buffer(GradRoles::GradOut), want, error, wrt))
       fail("the reference: " + error);
 
     double runMs = invoke(*kernel, buffers);
@@ -236,13 +269,20 @@ int attn_run::runAttentionGrad(ModuleOp module, const AttentionSweep &sweep,
         {GradRoles::DQ, &want.dq},
         {GradRoles::DK, &want.dk},
         {GradRoles::DV, &want.dv}};
-    for (const auto &[role, reference] : grads) {
+    auto check = [&](const HostTensor &got, const std::vector<double> &ref,
+                     const std::string &name,
+                     const std::vector<double> *magnitudes = nullptr) {
       bool finite;
-      double err = relativeError(buffer(role), *reference, finite);
-      pass &= finite && err <= allowed;
+      double err = relativeError(got, ref, finite, magnitudes);
+      pass &= finite && err <= (magnitudes ? allowedWrt : allowed);
       worst = worseError(worst, err);
-      errors += llvm::formatv(", {0} error {1:e}", kRoleNames[role], err);
-    }
+      errors += llvm::formatv(", {0} error {1:e}", name, err);
+    };
+    for (const auto &[role, reference] : grads)
+      check(buffer(role), *reference, kRoleNames[role]);
+    for (auto [w, arg] : llvm::enumerate(roles.wrtGrads))
+      check(*buffers[arg], want.wrt[w], llvm::formatv("d(wrt #{0})", w).str(),
+            &want.wrtMagnitudes[w]);
     ++cases;
     failures += !pass;
     if (sweep.json)

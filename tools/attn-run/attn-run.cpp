@@ -130,6 +130,11 @@ static cl::opt<bool>
                       "dQ, dK and dV against float64 gradients; the CPU "
                       "only)"),
              cl::init(false), cl::cat(category));
+static cl::opt<bool> captureGrads(
+    "capture-grads",
+    cl::desc("with --backward: also check the gradient of the score_mod's "
+             "float capture (alibi's slopes)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> logsumexp("lse", cl::desc("also return the logsumexp"),
                                cl::cat(category));
 static cl::opt<std::string>
@@ -295,6 +300,9 @@ int main(int argc, char **argv) {
     spec.fillHints = true;
     spec.givenBlockMask = givenBlockMask;
     spec.backward = backward;
+    spec.captureGrads = captureGrads;
+    if (captureGrads && !backward)
+      fail("--capture-grads needs --backward");
     if (givenBlockMask && !emitVariant)
       fail("--given-block-mask needs --emit-variant: attn-run fills no "
            "block-mask lists");

@@ -41,9 +41,12 @@ struct VariantSpec {
   /// sequence starts) with `attn.fill`; attn-run removes it before compiling.
   bool fillHints = false;
   /// Instead: @attention_grad(query, key, value, out, grad_out, logsumexp,
-  /// grad_query, grad_key, grad_value [, captures]), the
+  /// grad_query, grad_key, grad_value [, grad_slopes] [, captures]), the
   /// attn.attention_grad of the same attention.
   bool backward = false;
+  /// With backward: also the gradient of the score_mod's float capture
+  /// (alibi's slopes), as `wrt` of the op.
+  bool captureGrads = false;
 };
 
 /// MLIR text of the variant, or an error naming the bad flag.

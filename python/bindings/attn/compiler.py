@@ -91,24 +91,29 @@ def attention(dtype="f32", head_dim=64, value_dim=None, causal=False,
 
 def attention_grad(dtype="f32", head_dim=64, value_dim=None, causal=False,
                    mask=None, score_mod=None, scale=None, batch=None,
-                   heads=None, q_len=None, kv_len=None):
+                   heads=None, q_len=None, kv_len=None, capture_grads=False):
     """The backward of attention(...) with the same arguments: a module
     with one function @attention_grad(q, k, v, out, grad_out, lse, dq, dk,
-    dv [, captures as attention's]) holding one attn.attention_grad.
+    dv [, dslopes] [, captures as attention's]) holding one
+    attn.attention_grad.
 
     out and lse are the forward's output and logsumexp, grad_out the
     gradient of a loss with respect to out; dq, dk and dv (shaped and typed
-    as q, k and v) receive the gradients (docs/Backward.md). It compiles
-    for the CPU (compile_cpu); it has no GPU kernel yet.
+    as q, k and v) receive the gradients (docs/Backward.md). With
+    `capture_grads` (score_mod='alibi' only), dslopes, a float32 array
+    shaped as the slopes, receives the gradient of the slopes (learnt
+    ALiBi). It compiles for the CPU (compile_cpu); it has no GPU kernel
+    yet.
     """
+    capture_grads = _check_bool("capture_grads", capture_grads)
     return Module.parse(_variant_source(
         dtype, head_dim, value_dim, causal, False, mask, score_mod, scale,
-        batch, heads, q_len, kv_len, 0, True))
+        batch, heads, q_len, kv_len, 0, True, capture_grads))
 
 
 def _variant_source(dtype, head_dim, value_dim, causal, lse, mask, score_mod,
                     scale, batch, heads, q_len, kv_len, given_block_mask,
-                    backward):
+                    backward, capture_grads=False):
     """attention_source's text for attention() or attention_grad(), after
     checking the arguments they share."""
     dtype = _check_dtype(dtype)
@@ -126,7 +131,8 @@ def _variant_source(dtype, head_dim, value_dim, causal, lse, mask, score_mod,
     return attention_source(
         dtype, head_dim, value_dim or 0, causal, lse, mask, score_mod,
         scale or 0.0, _dim(batch), _dim(hq), _dim(hkv), _dim(q_len),
-        _dim(kv_len), given_block_mask, backward=backward)
+        _dim(kv_len), given_block_mask, backward=backward,
+        capture_grads=capture_grads)
 
 
 def softmax(dtype="f32"):
