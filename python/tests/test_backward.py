@@ -209,7 +209,7 @@ def test_verifier_refuses_a_score_mod_without_derivative():
     good = grad_module(16, False, "softcap", "none")
     assert "attn.attention_grad" in str(attn.Module.parse(good))
     bad = good.replace("%t = math.tanh %x : f32", "%t = math.floor %x : f32")
-    with pytest.raises(ValueError, match="'math.floor' on the score's path"):
+    with pytest.raises(ValueError, match="'math.floor' on the path from it"):
         attn.Module.parse(bad)
 
 
@@ -247,3 +247,157 @@ def test_builder_makes_the_backward_of_a_builtin(causal):
         assert relative_error(g, w) < 1e-5, name
     with pytest.raises(ValueError, match="mask= must be one of"):
         attn.attention_grad(mask="diagonal")
+
+
+def score_gradients(q, k, v, do, causal, mod):
+    """float64 dS' = P (dP - Delta), the gradient of the modified scores,
+    [B, Hq, M, N]."""
+    q, k, v, do = (np.asarray(x, np.float64) for x in (q, k, v, do))
+    g = q.shape[1] // k.shape[1]
+    kr, vr = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    b, hq, m, n = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
+    idx = np.meshgrid(np.arange(b), np.arange(hq), np.arange(m), np.arange(n),
+                      indexing="ij")
+    s = mod(np.einsum("bhid,bhjd->bhij", q, kr) / np.sqrt(q.shape[3]), *idx)
+    if causal:
+        s = np.where(idx[3] <= idx[2], s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    o = np.einsum("bhij,bhjd->bhid", p, vr)
+    dp = np.einsum("bhid,bhjd->bhij", do, vr)
+    return p * (dp - (do * o).sum(axis=-1, keepdims=True)), idx
+
+
+def sum_error(got, want, magnitudes):
+    """The error of a sum that cancels, relative to its terms' sizes."""
+    return np.linalg.norm(np.asarray(got, np.float64) - want) / \
+        np.linalg.norm(magnitudes)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_alibi_slopes_gradient(causal):
+    """attention_grad(score_mod='alibi', capture_grads=True) also returns
+    d loss / d slopes: sum over (b, i, j) of dS' * (i - j) per head."""
+    kernel = attn.compile_cpu(attn.attention_grad(
+        score_mod="alibi", causal=causal, head_dim=16, heads=(4, 2),
+        capture_grads=True), kv_tile=8)
+    q, k, v, do = inputs((2, 4, 13, 16), (2, 2, 13, 16), seed=7)
+    slopes = attn.alibi_slopes(4)
+    mod = lambda s, b, h, i, j: s + slopes[h] * (i - j)
+    out, lse = reference_attention(q, k, v, causal=causal, score_mod=mod)
+    grads = [np.full_like(x, np.nan) for x in (q, k, v)]
+    dslopes = np.full(4, np.nan, np.float32)
+    kernel(q, k, v, out.astype(np.float32), do, lse.astype(np.float32),
+           *grads, dslopes, slopes)
+    ds, idx = score_gradients(q, k, v, do, causal, mod)
+    terms = ds * (idx[2] - idx[3])
+    want = terms.sum(axis=(0, 2, 3))
+    assert sum_error(dslopes, want, np.abs(terms).sum(axis=(0, 2, 3))) < 1e-6
+    # The same through the float64 forward: central differences.
+    h = 1e-6
+    for head in range(4):
+        moved = [slopes.astype(np.float64) for _ in range(2)]
+        moved[0][head] += h
+        moved[1][head] -= h
+        losses = [(reference_attention(
+            q, k, v, causal=causal,
+            score_mod=lambda s, b, hh, i, j, sl=sl: s + sl[hh] * (i - j))[0]
+            * do).sum() for sl in moved]
+        assert abs((losses[0] - losses[1]) / (2 * h) - want[head]) < 1e-6 * \
+            max(1.0, abs(want[head]))
+
+
+BIAS_MODULE = """
+func.func @grad(%Q: {t}, %K: {t}, %V: {t}, %O: {t}, %dO: {t}, %L: {lse},
+    %dQ: {t}, %dK: {t}, %dV: {t}, %dgain: tensor<?xf32>,
+    %dbias: tensor<?x?xf32>, %gain: tensor<?xf32>, %bias: tensor<?x?xf32>)
+    -> ({t}, {t}, {t}, tensor<?xf32>, tensor<?x?xf32>) {{
+  %r:5 = attn.attention_grad ins(%Q, %K, %V, %O, %dO, %L : {t}, {t}, {t},
+      {t}, {t}, {lse}) wrt(%gain, %bias : tensor<?xf32>, tensor<?x?xf32>)
+      outs(%dQ, %dK, %dV, %dgain, %dbias : {t}, {t}, {t}, tensor<?xf32>,
+           tensor<?x?xf32>)
+      score_mod {{
+      ^bb0(%s: f32, %b: index, %h: index, %q: index, %kv: index):
+        %g = tensor.extract %gain[%h] : tensor<?xf32>
+        %gs = arith.mulf %s, %g : f32
+        %d1 = arith.subi %q, %kv : index
+        %d2 = arith.subi %kv, %q : index
+        %d = arith.maxsi %d1, %d2 : index
+        %bd = tensor.extract %bias[%h, %d] : tensor<?x?xf32>
+        %r = arith.addf %gs, %bd : f32
+        attn.yield %r : f32
+      }} -> {t}, {t}, {t}, tensor<?xf32>, tensor<?x?xf32>
+  return %r#0, %r#1, %r#2, %r#3, %r#4 : {t}, {t}, {t}, tensor<?xf32>,
+      tensor<?x?xf32>
+}}""".format(t="tensor<?x?x?x16xf32>", lse="tensor<?x?x?xf32>")
+
+
+def test_gain_and_relative_bias_gradients():
+    """Two wrt tensors, one read per head and one by every (q, kv) pair at
+    |q - kv|: the bias's gradient adds dS' over the positions that share
+    an element (np.add.at), deterministically."""
+    kernel = attn.compile_cpu(attn.Module.parse(BIAS_MODULE), kv_tile=8)
+    q, k, v, do = inputs((1, 4, 11, 16), (1, 2, 17, 16), seed=9)
+    rng = np.random.default_rng(10)
+    gain = rng.uniform(0.5, 1.5, 4).astype(np.float32)
+    bias = rng.standard_normal((4, 24)).astype(np.float32)
+    mod = lambda s, b, h, i, j: s * gain[h] + bias[h, np.abs(i - j)]
+    out, lse = reference_attention(q, k, v, score_mod=mod)
+    dq, dk, dv = (np.full_like(x, np.nan) for x in (q, k, v))
+    dgain = np.full_like(gain, np.nan)
+    dbias = np.full_like(bias, np.nan)
+    args = (q, k, v, out.astype(np.float32), do, lse.astype(np.float32), dq,
+            dk, dv, dgain, dbias, gain, bias)
+    kernel(*args)
+    ds, idx = score_gradients(q, k, v, do, False, mod)
+    s = np.einsum("bhid,bhjd->bhij", q.astype(np.float64),
+                  np.repeat(k, 2, axis=1).astype(np.float64)) / 4
+    gain_terms = ds * s
+    want_gain = gain_terms.sum(axis=(0, 2, 3))
+    assert sum_error(dgain, want_gain,
+                     np.abs(gain_terms).sum(axis=(0, 2, 3))) < 1e-6
+    want_bias = np.zeros(bias.shape)
+    magnitudes = np.zeros(bias.shape)
+    where = (idx[1], np.abs(idx[2] - idx[3]))
+    np.add.at(want_bias, where, ds)
+    np.add.at(magnitudes, where, np.abs(ds))
+    assert sum_error(dbias, want_bias, magnitudes) < 1e-6
+    # Distances past 16, which no (q, kv) pair has, keep a zero gradient.
+    assert np.all(dbias[:, 17:] == 0)
+    # A second run gives the same bits.
+    again = [np.full_like(x, np.nan) for x in (dq, dk, dv, dgain, dbias)]
+    kernel(*args[:6], *again, gain, bias)
+    assert np.array_equal(again[3], dgain) and np.array_equal(again[4], dbias)
+
+
+def test_a_read_out_of_bounds_is_reported_not_written():
+    """A bias table too short for the distances read: the call raises after
+    the kernel, naming the region, and nothing is written past the table."""
+    kernel = attn.compile_cpu(attn.Module.parse(BIAS_MODULE), kv_tile=8)
+    q, k, v, do = inputs((1, 4, 9, 16), (1, 2, 9, 16), seed=11)
+    out = np.zeros_like(q)
+    lse = np.zeros(q.shape[:3], np.float32)
+    gain = np.ones(4, np.float32)
+    backing = np.zeros((4, 4), np.float32)
+    bias = backing[:, :3]
+    dbacking = np.full((4, 4), 7.0, np.float32)
+    with pytest.raises(RuntimeError, match="score_mod"):
+        kernel(q, k, v, out, do, lse, np.zeros_like(q), np.zeros_like(k),
+               np.zeros_like(v), np.zeros(4, np.float32),
+               np.ascontiguousarray(dbacking[:, :3]), gain,
+               np.ascontiguousarray(bias))
+    assert np.all(dbacking[:, 3] == 7.0)
+
+
+def test_verifier_refuses_a_bias_read_through_floor():
+    bad = BIAS_MODULE.replace(
+        "%bd = tensor.extract %bias[%h, %d] : tensor<?x?xf32>",
+        "%bd0 = tensor.extract %bias[%h, %d] : tensor<?x?xf32>\n"
+        "        %bd = math.floor %bd0 : f32")
+    with pytest.raises(ValueError, match="with respect to what it reads of "
+                       "wrt #1, but 'math.floor'"):
+        attn.Module.parse(bad)
+    with pytest.raises(TypeError, match="capture_grads"):
+        attn.attention_grad(score_mod="alibi", capture_grads=1)
+    with pytest.raises(ValueError, match="reads a float tensor"):
+        attn.attention_grad(score_mod="softcap:20", capture_grads=True)
