@@ -13,14 +13,18 @@ case of a random shape sweep (B, Hq:Hkv, M, N with 1, odd and multi-block
 lengths) with its float64 reference interpreter of the same program.
 With --compile, each program is also compiled to a kernel bundle for the
 chips given (sm_90a's wgmma and TMA kernels, sm_80's mma.sync) without a
-GPU. A program that crashes, hangs (a watchdog), fails to compile although
+GPU. With --backward, each program is instead the attn.attention_grad of
+such an attention (no block mask, no logsumexp output), with the captured
+float tensor in `wrt` where the score_mod reads it, run by
+`attn-run --backward` against float64 gradients whose derivatives are
+central differences of the same region (the CPU only). A program that crashes, hangs (a watchdog), fails to compile although
 it verifies, or disagrees with the reference is kept under --out with the
 command that reproduces it.
 
   python3 fuzz/random_programs.py --count=N [--seed=S] [--target=cpu|gpu]
       [--attn-run=build/bin/attn-run] [--attn-opt=build/bin/attn-opt]
       [--out=DIR] [--chip=sm_90a,sm_80] [--max-head-dim=256] [--timeout=120]
-      [--compile=sm_90a,sm_80] [--jobs=J]
+      [--compile=sm_90a,sm_80] [--jobs=J] [--backward]
 
 Exits 1 when any program is kept. Every program is deterministic in
 (seed, its number): --only=K regenerates program K of a run.
@@ -171,8 +175,9 @@ def bool_expr(r, depth, positions, docs):
     return r.emit(f"arith.{op} {a}, {c}", "i1")
 
 
-def program(rng, max_head_dim):
-    """(MLIR text, attn-run flags, a one-line description)."""
+def program(rng, max_head_dim, backward=False):
+    """(MLIR text, attn-run flags, a one-line description, the mismatched
+    block mask size or None); with `backward`, an @attention_grad."""
     dtype = rng.choice(["f32", "f16", "bf16"])
     dims = [d for d in [16, 32, 64, 128, 256] if d <= max_head_dim]
     d = rng.choice(dims)
@@ -181,7 +186,7 @@ def program(rng, max_head_dim):
     lse = rng.random() < 0.5
     has_score = rng.random() < 0.7
     has_mask = rng.random() < 0.6
-    built_mask = has_mask and rng.random() < 0.3
+    built_mask = has_mask and rng.random() < 0.3 and not backward
     slopes = "%slopes" if has_score and rng.random() < 0.5 else None
     docs = "%docs" if has_mask and rng.random() < 0.4 else None
 
@@ -271,6 +276,9 @@ def program(rng, max_head_dim):
             f"  return {', '.join(f'%r#{i}' for i in range(len(outs)))} : "
             f"{', '.join(results)}\n}}\n")
 
+    if backward:
+        text = grad_program(qt, vt, causal, regions, docs, slopes)
+
     lens = [1, 2, 17, 64, 65, 130, 257, 300]
     hkv = rng.choice([1, 2, 4])
     hq = hkv * rng.choice([1, 2, 4])
@@ -286,11 +294,40 @@ def program(rng, max_head_dim):
     return text, flags, what, mismatch
 
 
+def grad_program(qt, vt, causal, regions, docs, slopes):
+    """@attention_grad of the attention with these types and regions; the
+    float capture is differentiated where the score_mod reads it."""
+    lt = "tensor<?x?x?xf32>"
+    st = "tensor<?xf32>"
+    wrt = slopes and any(f"tensor.extract {slopes}" in line
+                         for line in regions)
+    grads = [qt, qt, vt] + ([st] if wrt else [])
+    args = [f"%q: {qt}", f"%k: {qt}", f"%v: {vt}", f"%o: {vt}",
+            f"%do: {vt}", f"%l: {lt}", f"%dq: {qt}", f"%dk: {qt}",
+            f"%dv: {vt}"] + ([f"%dslopes: {st}"] if wrt else [])
+    if docs:
+        args.append("%docs: tensor<?xi32>")
+    if slopes:
+        args.append("%slopes: tensor<?xf32>")
+    outs = ["%dq", "%dk", "%dv"] + (["%dslopes"] if wrt else [])
+    types = ", ".join(grads)
+    op = (f"  %r:{len(outs)} = attn.attention_grad ins(%q, %k, %v, %o, %do, "
+          f"%l : {qt}, {qt}, {vt}, {vt}, {vt}, {lt})"
+          + (f"\n      wrt(%slopes : {st})" if wrt else "")
+          + f"\n      outs({', '.join(outs)} : {types})"
+          + (" {causal}" if causal else ""))
+    return (f"func.func @attention_grad({', '.join(args)}) -> ({types}) {{\n"
+            + op + "\n" + "\n".join(regions) + ("\n" if regions else "")
+            + f"      -> {types}\n"
+            f"  return {', '.join(f'%r#{i}' for i in range(len(outs)))} : "
+            f"{types}\n}}\n")
+
+
 def check(a, out, number):
     """(why program `number` is kept, or None; its cases that ran; whether
     it was refused as it must be: a block mask of other sizes)."""
     rng = random.Random(f"{a.seed}:{number}")
-    text, flags, what, mismatch = program(rng, a.max_head_dim)
+    text, flags, what, mismatch = program(rng, a.max_head_dim, a.backward)
     path = os.path.join(out, f"program-{a.seed}-{number}.mlir")
     with open(path, "w") as f:
         f.write(text)
@@ -324,7 +361,8 @@ def check(a, out, number):
             return (f"program {number}: does not compile for {chip} "
                     f"({what})\n{compiled.stderr.strip()[-2000:]}"), 0, False
     command = [a.attn_run, path, f"--target={a.target}",
-               f"--seed={number}"] + flags
+               f"--seed={number}"] + flags + (["--backward"] if a.backward
+                                              else [])
     chips = a.chip.split(",") if a.chip else []
     if chips:
         command.append(f"--chip={chips[number % len(chips)]}")
@@ -369,10 +407,15 @@ def main():
     ap.add_argument("--max-head-dim", type=int, default=256)
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--backward", action="store_true",
+                    help="check attn.attention_grad programs (CPU)")
     ap.add_argument("--compile", default="",
                     help="chips, comma-separated: also compile each program "
                          "to a kernel bundle for them (no GPU needed)")
     a = ap.parse_args()
+    if a.backward and (a.compile or a.target != "cpu"):
+        ap.error("--backward runs on the CPU only (the backward has no GPU "
+                 "kernel yet): leave out --compile and --target")
     out = a.out or tempfile.mkdtemp(prefix="attn-random-programs-")
     os.makedirs(out, exist_ok=True)
     numbers = [a.only] if a.only >= 0 else list(range(a.count))
@@ -392,7 +435,7 @@ def main():
     print(f"random_programs: {total - kept} of {total} programs agree with "
           f"the reference or are refused as they must be ({cases} cases, "
           f"{refusals} block masks of other sizes refused, target {a.target}, "
-          f"seed {a.seed})"
+          f"seed {a.seed}{', backward' if a.backward else ''})"
           + (f"; kept in {out}" if kept else ""))
     return 1 if kept else 0
 

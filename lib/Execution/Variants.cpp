@@ -354,6 +354,8 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
   if (!attrs.empty())
     attrs = " {" + attrs + "}";
 
+  if (spec.captureGrads && !spec.backward)
+    return llvm::createStringError("capture gradients need the backward");
   if (spec.backward) {
     if (spec.givenBlockMask)
       return llvm::createStringError(

@@ -135,14 +135,12 @@ LogicalResult AttentionGradOp::verifyRegions() {
                               "[score, b, h, q, kv]")) ||
        failed(verifyScoreModDifferentiable(getOperation(), getScoreMod()))))
     return failure();
-  for (auto [i, wrt] : llvm::enumerate(getWrt())) {
-    if (!hasScoreMod())
-      return emitOpError() << "expected wrt #" << i
-                           << " to be read by a score_mod, but there is none";
-    if (failed(
-            verifyReadsDifferentiable(getOperation(), getScoreMod(), wrt, i)))
+  // A wrt tensor the score_mod does not read (or no score_mod) gets a zero
+  // gradient: canonicalization may fold away a read whose value is unused.
+  for (auto [i, wrt] : llvm::enumerate(getWrt()))
+    if (hasScoreMod() && failed(verifyReadsDifferentiable(
+                             getOperation(), getScoreMod(), wrt, i)))
       return failure();
-  }
   if (hasMaskMod() &&
       failed(verifyModRegion(getOperation(), getMaskMod(), "mask_mod",
                              {index, index, index, index},

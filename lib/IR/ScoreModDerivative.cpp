@@ -232,11 +232,20 @@ Value mlir::attn::buildScoreModDerivative(OpBuilder &builder, Location loc,
   return buildDerivative(builder, loc, scoreMod, mapping, score, *path);
 }
 
+/// `value` without the tensor.cast ops it comes through: folding a read
+/// of a cast reads the cast's source instead.
+static Value withoutCasts(Value value) {
+  while (auto cast = value.getDefiningOp<tensor::CastOp>())
+    value = cast.getSource();
+  return value;
+}
+
 SmallVector<tensor::ExtractOp> mlir::attn::readsOf(Region &scoreMod,
                                                    Value capture) {
   SmallVector<tensor::ExtractOp> reads;
+  Value source = withoutCasts(capture);
   scoreMod.walk([&](tensor::ExtractOp read) {
-    if (read.getTensor() == capture)
+    if (withoutCasts(read.getTensor()) == source)
       reads.push_back(read);
   });
   return reads;
@@ -246,18 +255,16 @@ LogicalResult mlir::attn::verifyReadsDifferentiable(Operation *op,
                                                     Region &scoreMod,
                                                     Value capture,
                                                     unsigned wrtIndex) {
-  SmallVector<tensor::ExtractOp> reads = readsOf(scoreMod, capture);
-  if (reads.empty())
-    return op->emitOpError()
-           << "expected wrt #" << wrtIndex
-           << " to be read by the score_mod (tensor.extract), as only the "
-              "score_mod's reads have a gradient";
-  for (tensor::ExtractOp read : reads) {
-    if (read->getParentRegion() != &scoreMod)
-      return op->emitOpError().attachNote(read.getLoc())
-             << "wrt #" << wrtIndex
-             << " is read inside a nested region here; only reads in the "
-                "score_mod's own block can be differentiated";
+  for (tensor::ExtractOp read : readsOf(scoreMod, capture)) {
+    if (read->getParentRegion() != &scoreMod) {
+      InFlightDiagnostic diag =
+          op->emitOpError()
+          << "can differentiate only the score_mod's reads in its own "
+             "block, but wrt #"
+          << wrtIndex << " is read inside a nested region";
+      diag.attachNote(read.getLoc()) << "here";
+      return diag;
+    }
     std::string what;
     llvm::raw_string_ostream(what) << "what it reads of wrt #" << wrtIndex;
     if (failed(derivativePath(op, scoreMod, read.getResult(), what)))

@@ -362,7 +362,12 @@ SmallVector<Value> BackwardBuilder::build() {
   Value dkAcc = accumulatorFor(op.getOutputs()[1]);
   Value dvAcc = accumulatorFor(op.getOutputs()[2]);
   SmallVector<Value> inits = {op.getOutputs()[0], dkAcc, dvAcc};
-  // The wrt tensors' gradients (f32 outputs), summed in place.
+  // The wrt tensors' gradients (f32 outputs), summed in place; zero for
+  // those the score_mod does not read.
+  bool wrtIsRead =
+      op.hasScoreMod() && llvm::any_of(op.getWrt(), [&](Value wrt) {
+        return !readsOf(op.getScoreMod(), wrt).empty();
+      });
   for (Value init : op.getOutputs().drop_front(3))
     inits.push_back(accumulatorFor(init));
 
@@ -428,11 +433,13 @@ SmallVector<Value> BackwardBuilder::build() {
       SmallVector<Value> next = {
           nextDq, insertRows(dkRows, dkAll, batch, kvHead, kv0, len, d),
           insertRows(dvRows, dvAll, batch, kvHead, kv0, len, dv)};
-      if (!op.getWrt().empty()) {
+      ValueRange wrtGrads = kvLoop.getRegionIterArgs().drop_front(3);
+      if (wrtIsRead) {
         Value dsMod = scoreGradients(p, dp, delta, Value());
-        llvm::append_range(
-            next, accumulateWrt(kvLoop.getRegionIterArgs().drop_front(3), dsMod,
-                                s, kv0, batch, head));
+        llvm::append_range(next,
+                           accumulateWrt(wrtGrads, dsMod, s, kv0, batch, head));
+      } else {
+        llvm::append_range(next, wrtGrads);
       }
       scf::YieldOp::create(b, loc, next);
     }

@@ -241,8 +241,11 @@ public:
       if (kernels.empty())
         for (const Function &fn : bundle.functions)
           for (const Launch &l : fn.launches)
-            if (!cuda.loadKernel(bundle, l, kernels[&l], error))
+            if (!cuda.loadKernel(bundle, l, kernels[&l], error)) {
+              // The next call loads them all again.
+              kernels.clear();
               raise(error);
+            }
       for (const Launch &l : f.launches)
         fKernels.push_back(kernels[&l]);
     });

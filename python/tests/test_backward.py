@@ -378,15 +378,14 @@ def test_a_read_out_of_bounds_is_reported_not_written():
     out = np.zeros_like(q)
     lse = np.zeros(q.shape[:3], np.float32)
     gain = np.ones(4, np.float32)
-    backing = np.zeros((4, 4), np.float32)
-    bias = backing[:, :3]
-    dbacking = np.full((4, 4), 7.0, np.float32)
+    bias = np.zeros((4, 3), np.float32)
+    # dbias is the head of a larger buffer: its tail must stay untouched.
+    backing = np.full(24, 7.0, np.float32)
+    dbias = backing[:12].reshape(4, 3)
     with pytest.raises(RuntimeError, match="score_mod"):
         kernel(q, k, v, out, do, lse, np.zeros_like(q), np.zeros_like(k),
-               np.zeros_like(v), np.zeros(4, np.float32),
-               np.ascontiguousarray(dbacking[:, :3]), gain,
-               np.ascontiguousarray(bias))
-    assert np.all(dbacking[:, 3] == 7.0)
+               np.zeros_like(v), np.zeros(4, np.float32), dbias, gain, bias)
+    assert np.all(backing[12:] == 7.0)
 
 
 def test_verifier_refuses_a_bias_read_through_floor():

@@ -159,24 +159,21 @@ func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
 
 // -----
 
-func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x2x16x64xf32>, %do: tensor<1x2x16x64xf32>, %l: tensor<1x2x16xf32>, %dq: tensor<1x2x16x64xf32>, %dk: tensor<1x2x32x64xf32>, %dv: tensor<1x2x32x64xf32>, %slopes: tensor<2xf32>, %ds: tensor<2xf32>) {
-  // expected-error @+1 {{expected wrt #0 to be read by a score_mod, but there is none}}
+func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x2x16x64xf32>, %do: tensor<1x2x16x64xf32>, %l: tensor<1x2x16xf32>, %dq: tensor<1x2x16x64xf32>, %dk: tensor<1x2x32x64xf32>, %dv: tensor<1x2x32x64xf32>, %slopes: tensor<2xf32>, %ds: tensor<2xf32>, %c: i1) {
+  // expected-error @+1 {{can differentiate only the score_mod's reads in its own block, but wrt #0 is read inside a nested region}}
   %r:4 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16xf32>) wrt(%slopes : tensor<2xf32>)
-      outs(%dq, %dk, %dv, %ds : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>)
-      -> tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>
-  return
-}
-
-// -----
-
-func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x2x16x64xf32>, %do: tensor<1x2x16x64xf32>, %l: tensor<1x2x16xf32>, %dq: tensor<1x2x16x64xf32>, %dk: tensor<1x2x32x64xf32>, %dv: tensor<1x2x32x64xf32>, %slopes: tensor<2xf32>, %ds: tensor<2xf32>, %other: tensor<2xf32>) {
-  // expected-error @+1 {{expected wrt #0 to be read by the score_mod (tensor.extract), as only the score_mod's reads have a gradient}}
-  %r:4 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16xf32>) wrt(%other : tensor<2xf32>)
       outs(%dq, %dk, %dv, %ds : tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>)
       score_mod {
       ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
-        %slope = tensor.extract %slopes[%h] : tensor<2xf32>
-        %r = arith.addf %s, %slope : f32
+        %x = scf.if %c -> f32 {
+          // expected-note @+1 {{here}}
+          %slope = tensor.extract %slopes[%h] : tensor<2xf32>
+          scf.yield %slope : f32
+        } else {
+          %z = arith.constant 0.0 : f32
+          scf.yield %z : f32
+        }
+        %r = arith.addf %s, %x : f32
         attn.yield %r : f32
       }
       -> tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>

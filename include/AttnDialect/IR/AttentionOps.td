@@ -180,7 +180,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [
 
 def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     AttrSizedOperandSegments, DestinationStyleOpInterface, Pure]> {
-  let summary = "gradients of attn.attention with respect to Q, K and V";
+  let summary = "gradients of attn.attention with respect to Q, K, V and "
+                "captured tensors";
   let description = [{
     The backward pass of an `attn.attention` with the same scale, causal
     flag and regions: given the forward's inputs Q, K, V, its output O and
@@ -202,15 +203,16 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     with no unmasked key (L = -inf) contribute nothing, so their dQ is 0;
     keys no query sees get dK = dV = 0.
 
-    `outs` holds dQ, dK and dV, shaped as Q, K and V, each f16, bf16 or f32
+    `outs` holds dQ, dK and dV (then the wrt gradients, below), shaped as
+    Q, K and V, each f16, bf16 or f32
     (accumulation is f32). The score_mod's derivative with respect to the
     score is taken by the chain rule over its arith and math ops (see
     docs/Backward.md); an op with no derivative on the score's path (a
     cast to an integer, floor, ...) is refused here, naming the op.
 
     `wrt` lists float tensors the score_mod reads (a learnable bias): for
-    each, one more output, f32 and of its shape, receives the loss's
-    gradient with respect to it. Each read `c[idx]` of one adds
+    each, one more output after dV, f32 and of its shape, receives the
+    loss's gradient with respect to it (zero where nothing reads it). Each read `c[idx]` of one adds
     dS'[i, j] * d score_mod / d c[idx] at `idx`, where
     dS'[i, j] = P[i, j] (dP[i, j] - Delta[i]) is the gradient of the
     modified score; the sums run in a fixed order, so that two runs agree

@@ -33,12 +33,14 @@ LogicalResult verifyScoreModDifferentiable(Operation *op, Region &scoreMod);
 Value buildScoreModDerivative(OpBuilder &builder, Location loc,
                               Region &scoreMod, const IRMapping &mapping);
 
-/// The tensor.extract ops of `scoreMod` that read `capture`.
+/// The tensor.extract ops of `scoreMod` that read `capture` (through
+/// tensor.cast ops too). None: the gradient is 0 (a read whose value is
+/// unused folds away).
 SmallVector<tensor::ExtractOp> readsOf(Region &scoreMod, Value capture);
 
-/// Checks that `capture` (wrt operand #`wrtIndex` of `op`) is read by
-/// `scoreMod`, only in its block, and that the region's result is
-/// differentiable with respect to each value read, as for the score.
+/// Checks that `scoreMod` reads `capture` (wrt operand #`wrtIndex` of `op`)
+/// only in its own block, and that the region's result is differentiable
+/// with respect to each value read, as for the score.
 LogicalResult verifyReadsDifferentiable(Operation *op, Region &scoreMod,
                                         Value capture, unsigned wrtIndex);
 
