@@ -4,6 +4,8 @@
 #include "AttnDialect/IR/ScoreModDerivative.h"
 #include "VerifyUtils.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -91,7 +93,7 @@ LogicalResult AttentionGradOp::verify() {
   RankedTensorType primals[] = {q, k, v};
   for (auto [i, init] : llvm::enumerate(getOutputs().take_front(3))) {
     auto type = cast<RankedTensorType>(init.getType());
-    if (type.getShape() != primals[i].getShape())
+    if (failed(verifyCompatibleShape(type.getShape(), primals[i].getShape())))
       return emitOpError() << "expected " << gradNames[i] << " (output #" << i
                            << ") to have the shape of "
                            << StringRef(gradNames[i]).drop_front() << " "
@@ -113,7 +115,7 @@ LogicalResult AttentionGradOp::verify() {
                            << " to be listed once, but it repeats an earlier "
                               "one";
     auto gradType = cast<RankedTensorType>(getOutputs()[3 + i].getType());
-    if (gradType.getShape() != type.getShape() ||
+    if (failed(verifyCompatibleShape(gradType.getShape(), type.getShape())) ||
         !gradType.getElementType().isF32())
       return emitOpError() << "expected output #" << 3 + i
                            << " (the gradient of wrt #" << i

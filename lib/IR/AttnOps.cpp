@@ -217,13 +217,14 @@ LogicalResult OnlineSoftmaxOp::verify() {
 }
 
 namespace {
-/// attention(cast(x)) -> cast(attention(x)) for casts that only drop static
-/// sizes: the op sees the more static types; its results are cast back.
-struct FoldCastsIntoAttention : OpRewritePattern<AttentionOp> {
-  FoldCastsIntoAttention(MLIRContext *ctx)
-      : OpRewritePattern(ctx, /*benefit=*/2) {}
+/// op(cast(x)) -> cast(op(x)) for casts that only drop static sizes, on
+/// attn.attention and attn.attention_grad: the op sees the more static
+/// types; its results are cast back. It runs before upstream's generic
+/// pattern for destination-style ops, which cannot clone their regions.
+template <typename OpT> struct FoldCastsInto : OpRewritePattern<OpT> {
+  FoldCastsInto(MLIRContext *ctx) : OpRewritePattern<OpT>(ctx, /*benefit=*/2) {}
 
-  LogicalResult matchAndRewrite(AttentionOp op,
+  LogicalResult matchAndRewrite(OpT op,
                                 PatternRewriter &rewriter) const override {
     IRMapping mapping;
     for (Value operand : op->getOperands()) {
@@ -235,8 +236,8 @@ struct FoldCastsIntoAttention : OpRewritePattern<AttentionOp> {
       return failure();
     // A copy on the cast sources, whose results take the (new) outs' types.
     Operation *folded = rewriter.clone(*op, mapping);
-    for (auto [result, init] : llvm::zip_equal(
-             folded->getResults(), cast<AttentionOp>(folded).getOutputs()))
+    for (auto [result, init] :
+         llvm::zip_equal(folded->getResults(), cast<OpT>(folded).getOutputs()))
       result.setType(init.getType());
     SmallVector<Value> replacements;
     for (auto [result, old] :
@@ -254,7 +255,12 @@ struct FoldCastsIntoAttention : OpRewritePattern<AttentionOp> {
 
 void AttentionOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                               MLIRContext *context) {
-  patterns.add<FoldCastsIntoAttention>(context);
+  patterns.add<FoldCastsInto<AttentionOp>>(context);
+}
+
+void AttentionGradOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                                  MLIRContext *context) {
+  patterns.add<FoldCastsInto<AttentionGradOp>>(context);
 }
 
 //===----------------------------------------------------------------------===//

@@ -279,6 +279,7 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//
