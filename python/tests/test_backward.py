@@ -400,3 +400,15 @@ def test_verifier_refuses_a_bias_read_through_floor():
         attn.attention_grad(score_mod="alibi", capture_grads=1)
     with pytest.raises(ValueError, match="reads a float tensor"):
         attn.attention_grad(score_mod="softcap:20", capture_grads=True)
+
+
+def test_a_wrt_gradient_of_another_shape_is_refused_before_running():
+    kernel = attn.compile_cpu(attn.Module.parse(BIAS_MODULE))
+    q, k, v, do = inputs((1, 4, 5, 16), (1, 2, 5, 16))
+    out = np.zeros_like(q)
+    lse = np.zeros(q.shape[:3], np.float32)
+    grads = [np.zeros_like(x) for x in (q, k, v)]
+    gain, bias = np.ones(4, np.float32), np.zeros((4, 8), np.float32)
+    with pytest.raises(ValueError, match="wrt tensor's dims"):
+        kernel(q, k, v, out, do, lse, *grads, np.zeros(4, np.float32),
+               np.zeros((4, 7), np.float32), gain, bias)
