@@ -17,9 +17,10 @@ GPU. With --backward, each program is instead the attn.attention_grad of
 such an attention (no block mask, no logsumexp output), with the captured
 float tensor in `wrt` where the score_mod reads it, run by
 `attn-run --backward` against float64 gradients whose derivatives are
-central differences of the same region (the CPU only). A program that crashes, hangs (a watchdog), fails to compile although
-it verifies, or disagrees with the reference is kept under --out with the
-command that reproduces it.
+central differences of the same region (the CPU only). A program that
+crashes, hangs (a watchdog), fails to compile although it verifies, or
+disagrees with the reference is kept under --out with the command that
+reproduces it.
 
   python3 fuzz/random_programs.py --count=N [--seed=S] [--target=cpu|gpu]
       [--attn-run=build/bin/attn-run] [--attn-opt=build/bin/attn-opt]
