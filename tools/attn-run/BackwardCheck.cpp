@@ -198,11 +198,17 @@ int attn_run::runAttentionGrad(ModuleOp module, const AttentionSweep &sweep,
   if (!sweep.json)
     llvm::outs() << llvm::formatv(
         "attn-run: target=cpu @{0} backward dtype={1} D={2} Dv={3}{4}{5}{6}, "
-        "compiled once in {7:f1} ms\n",
+        "compiled once in {7:f1} ms{8}\n",
         func.getName(), typeName, op.getHeadDim(),
         op.getValueHeadDim(), op.getCausal() ? " causal" : "",
         op.hasMaskMod() ? " mask_mod" : "", op.hasScoreMod() ? " score_mod" : "",
-        compileMs);
+        compileMs,
+        roles.wrt.empty()
+            ? std::string()
+            : llvm::formatv("; {0} wrt gradients, tolerance {1:e} of the sum "
+                            "of their terms' sizes",
+                            roles.wrt.size(), allowedWrt)
+                  .str());
 
   std::mt19937_64 rng(sweep.seed);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
