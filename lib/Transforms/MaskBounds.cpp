@@ -327,8 +327,10 @@ Interval Bounder::read(tensor::ExtractOp op) {
   for (auto [dim, at, span] : llvm::enumerate(box, spans)) {
     bool innermost = dim + 1 == box.size();
     Value upper = toIndex(select(ok, span, c(0)));
-    ValueRange carried = loops.empty() ? ValueRange{minValue, maxValue}
-                                       : loops.back().getRegionIterArgs();
+    // Owned: a ValueRange of a braced list would outlive the list.
+    SmallVector<Value> carried =
+        loops.empty() ? SmallVector<Value>{minValue, maxValue}
+                      : SmallVector<Value>(loops.back().getRegionIterArgs());
     Value first = zero;
     int64_t step = 1;
     if (innermost) {
