@@ -273,14 +273,14 @@ bool attn_runtime::referenceAttentionGrad(const ReferenceAttention &p,
             if (!evaluateRegion(*p.scoreMod, args, p.arguments, value, why,
                                 record))
               return at("score_mod", b, h, i, j);
-            std::vector<Scalar> at0 = values;
+            // The nudged evaluations below leave `values` as recorded here.
             for (const auto &[k, w] : reads) {
               const RegionOp &read = p.scoreMod->ops[k];
               const HostTensor &tensor = *p.arguments[read.tensor];
               int64_t flat = 0;
               for (size_t dim = 0; dim < read.operands.size(); ++dim)
-                flat = flat * tensor.shape()[dim] + at0[read.operands[dim]].i;
-              double read0 = at0[p.scoreMod->args.size() + k].f;
+                flat = flat * tensor.shape()[dim] + values[read.operands[dim]].i;
+              double read0 = values[p.scoreMod->args.size() + k].f;
               double step = 1e-6 * std::max(1.0, std::fabs(read0));
               double ends[2];
               for (int e = 0; e < 2; ++e) {
