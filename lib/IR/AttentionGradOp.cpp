@@ -125,7 +125,45 @@ LogicalResult AttentionGradOp::verify() {
                                   Float32Type::get(getContext()))
                            << ", but got " << gradType;
   }
-  return verifyResultsMatchOutputs(op, getResults(), getOutputs());
+  if (failed(verifyResultsMatchOutputs(op, getResults(), getOutputs())))
+    return failure();
+  if (KernelAttr kernel = getKernelAttr())
+    return verifyKernel(kernel);
+  return success();
+}
+
+LogicalResult AttentionGradOp::verifyKernel(KernelAttr kernel) {
+  if (kernel.getKind() != KernelKind::mma_sync || kernel.getBands() != 1)
+    return emitOpError() << "has kernel " << kernel
+                         << ", but the backward has one kernel: mma_sync of "
+                            "one band";
+  Type element = getQuery().getType().getElementType();
+  int64_t d = getHeadDim(), dv = getValueHeadDim();
+  if (!element.isF16() && !element.isBF16())
+    return emitOpError() << "cannot run on the mma_sync backward kernel: it "
+                            "needs f16 or bf16 inputs, not "
+                         << element;
+  if (d % 16 != 0 || dv % 16 != 0 || d > kMaxGradHeadDim ||
+      dv > kMaxGradHeadDim)
+    return emitOpError() << "cannot run on the mma_sync backward kernel: its "
+                            "head dims ("
+                         << d << ", " << dv
+                         << ") are not multiples of 16 up to "
+                         << kMaxGradHeadDim;
+  Type gradOutputElement = getGradOutput().getType().getElementType();
+  if (gradOutputElement != element)
+    return emitOpError() << "cannot run on the mma_sync backward kernel: its "
+                            "grad_output is an mma operand, so it must be "
+                         << element << " as Q is, not " << gradOutputElement;
+  if (!getWrt().empty())
+    return emitOpError() << "cannot run on the mma_sync backward kernel: it "
+                            "computes no wrt gradients (attn-lower-to-cpu "
+                            "does)";
+  if (kernel.getQTile() > 128 || kernel.getKvTile() > 128)
+    return emitOpError() << "has kernel " << kernel
+                         << ": the backward's tiles are at most 128 rows "
+                            "(8 warps)";
+  return success();
 }
 
 LogicalResult AttentionGradOp::verifyRegions() {

@@ -67,6 +67,9 @@ void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
   AttentionToMmaOptions mma;
   mma.boundsChecks = options.pipeline.boundsChecks;
   pm.addPass(createAttentionToMma(mma));
+  AttentionGradToMmaOptions grad;
+  grad.boundsChecks = options.pipeline.boundsChecks;
+  pm.addPass(createAttentionGradToMma(grad));
   // The SIMT ops' grid of q-tiles, by the tiles their kernel records.
   TileAttentionOptions tile;
   tile.gpuMapping = true;

@@ -3,9 +3,9 @@
 // Gives each argument of the function a role (the forward's Q, K, V, its
 // output and logsumexp, the output's gradient, the three gradients, a wrt
 // tensor's gradient, or a capture of the regions), fills Q, K, V and dO at
-// random and the output and logsumexp from the float64 forward, and
-// compares dQ, dK, dV and the wrt tensors' gradients with the float64
-// backward (AttnRuntime/Reference.h).
+// random and the output and logsumexp from the float64 forward, runs the
+// function on the CPU or the GPU, and compares dQ, dK, dV and the wrt
+// tensors' gradients with the float64 backward (AttnRuntime/Reference.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -182,12 +182,14 @@ int attn_run::runAttentionGrad(ModuleOp module, const AttentionSweep &sweep,
   double compileMs = 0;
   std::unique_ptr<attn::CpuKernel> kernel;
   std::unique_ptr<GpuTarget> gpu = compile(func, kernel, compileMs);
-  if (gpu)
-    fail("attn.attention_grad runs on the CPU only (--target=cpu)");
+  std::string where = gpu ? "gpu (" + gpu->chip() + ")" : "cpu";
 
+  // On the GPU, P and dS are rounded to the input type as mma operands.
   ElementKind kind = *kindOf(qType.getElementType());
-  double allowed = sweep.tolerance > 0 ? sweep.tolerance
-                                       : attentionTolerance(kind, false);
+  double allowed =
+      sweep.tolerance > 0
+          ? sweep.tolerance
+          : attentionTolerance(kind, /*roundedProbabilities=*/gpu != nullptr);
   // A wrt tensor's gradient is f32 computed in f32 from the inputs as
   // given: the f32 bound, whatever their type.
   double allowedWrt = sweep.tolerance > 0
@@ -197,18 +199,18 @@ int attn_run::runAttentionGrad(ModuleOp module, const AttentionSweep &sweep,
   llvm::raw_string_ostream(typeName) << qType.getElementType();
   if (!sweep.json)
     llvm::outs() << llvm::formatv(
-        "attn-run: target=cpu @{0} backward dtype={1} D={2} Dv={3}{4}{5}{6}, "
+        "attn-run: target={9} @{0} backward dtype={1} D={2} Dv={3}{4}{5}{6}, "
         "compiled once in {7:f1} ms{8}\n",
-        func.getName(), typeName, op.getHeadDim(),
-        op.getValueHeadDim(), op.getCausal() ? " causal" : "",
-        op.hasMaskMod() ? " mask_mod" : "", op.hasScoreMod() ? " score_mod" : "",
-        compileMs,
+        func.getName(), typeName, op.getHeadDim(), op.getValueHeadDim(),
+        op.getCausal() ? " causal" : "", op.hasMaskMod() ? " mask_mod" : "",
+        op.hasScoreMod() ? " score_mod" : "", compileMs,
         roles.wrt.empty()
             ? std::string()
             : llvm::formatv("; {0} wrt gradients, tolerance {1:e} of the sum "
                             "of their terms' sizes",
                             roles.wrt.size(), allowedWrt)
-                  .str());
+                  .str(),
+        where);
 
   std::mt19937_64 rng(sweep.seed);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
@@ -268,7 +270,15 @@ int attn_run::runAttentionGrad(ModuleOp module, const AttentionSweep &sweep,
                                 buffer(GradRoles::GradOut), want, error, wrt))
       fail("the reference: " + error);
 
-    double runMs = invoke(*kernel, buffers);
+    double runMs;
+    if (gpu) {
+      llvm::Expected<double> ms = gpu->run(buffers);
+      if (!ms)
+        fail(caseName(p) + ": " + llvm::toString(ms.takeError()));
+      runMs = *ms;
+    } else {
+      runMs = invoke(*kernel, buffers);
+    }
     bool pass = true;
     std::string errors;
     const std::pair<GradRoles::Role, const std::vector<double> *> grads[] = {

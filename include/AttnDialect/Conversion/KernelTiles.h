@@ -172,6 +172,25 @@ std::optional<MmaTiles> chooseTiles(const MmaShape &shape,
                                     const MmaTiles &given, int64_t warps,
                                     int64_t sharedMemoryPerBlock);
 
+//===----------------------------------------------------------------------===//
+// The backward's kernels
+//===----------------------------------------------------------------------===//
+
+/// The shared memory of a backward block: the block's own rows (Q and dO,
+/// or K and V) and `stages` buffers of the rows it steps over (K and V, or
+/// Q and dO), 16-bit with rows padded by 16 bytes; the dQ block's Delta
+/// (f32 per row) after them.
+struct GradSharedLayout {
+  int64_t ownFirst = 0, ownSecond = 0, streamedFirst = 0, streamedSecond = 0,
+          delta = 0, total = 0;
+
+  /// `own` rows of widths (first, second), `streamed` rows per stage.
+  static GradSharedLayout of(int64_t own, int64_t streamed, int64_t stages,
+                             int64_t first, int64_t second, bool withDelta);
+  /// The larger block's bytes of the two kernels of `kernel`'s tiles.
+  static int64_t bytesOf(KernelAttr kernel, int64_t d, int64_t dv);
+};
+
 } // namespace mma
 } // namespace mlir::attn
 

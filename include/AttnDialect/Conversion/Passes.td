@@ -167,6 +167,58 @@ def ChooseKernel : Pass<"attn-choose-kernel"> {
   ];
 }
 
+def AttentionGradToMma : Pass<"attn-attention-grad-to-mma"> {
+  let summary = "build the gpu.launches of each attention_grad on mma.sync "
+                "tensor cores";
+  let description = [{
+    Replaces each `attn.attention_grad` whose `kernel` (set by
+    `attn-choose-kernel`) is `mma_sync` by two `gpu.launch`es on the op's
+    buffers, FlashAttention-2's backward split so that every gradient is
+    summed in one block's registers, in a fixed order, with no atomics: two
+    runs give the same bits.
+
+    - The dQ kernel, grid (ceil(M / q-tile), Hq, B), q-tile / 16 warps of
+      16 rows each: Delta = rowsum(dO * O) of the block's rows (two threads
+      a row), kept in shared memory and left in an `attn.workspace scratch`
+      of B * Hq * M words for the other kernel; then for each kv-tile (up
+      to the diagonal when causal) S = Q K^T and dP = dO V^T, P =
+      exp(score_mod(scale S) - L) and dS = P (dP - Delta) d score_mod / ds
+      at each register's (b, h, q, kv), and dQ += dS K.
+    - The dK/dV kernel, grid (ceil(N / kv-tile), Hkv, B), kv-tile / 16
+      warps of 16 keys: for each query head of the kv head (GQA) and each
+      q-tile from the diagonal on when causal, S^T = K Q^T and
+      dP^T = V dO^T, P^T and dS^T as above with L and Delta read per
+      column, dV += P^T dO and dK += dS^T Q.
+
+    The streamed tiles (K and V, or Q and dO) land through 16-byte
+    `cp.async` in `stages` buffers (two: the next tile's copy overlaps this
+    step), padded rows, `ldmatrix` operands (transposed for the
+    accumulations) and `nvvm.mma.sync` m16n8k16 with f32 accumulators; P
+    and dS become A operands in registers. A warp's own Q and dO (K and V)
+    fragments stay in registers when D + Dv <= 128. Steps that need no mask
+    arithmetic (no mask_mod, inside the problem, wholly below the causal
+    diagonal) skip it. dQ and dK are scaled once at the end; rows with
+    L = -inf get zero gradients.
+  }];
+  let options = [
+    Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"false",
+           "guard the regions' reads of captured tensors and their integer "
+           "divisions; a violation prints what and where and traps">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def AttentionToMma : Pass<"attn-attention-to-mma"> {
   let summary = "build the gpu.launch of each attention on a tensor-core "
                 "kernel";

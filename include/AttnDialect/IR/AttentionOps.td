@@ -218,6 +218,15 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     modified score; the sums run in a fixed order, so that two runs agree
     bit for bit.
 
+    On the GPU, `kernel` (set by `attn-choose-kernel`) is an `mma_sync`
+    kernel of one band: a block of `q_tile / 16` warps computes dQ (and
+    Delta) for `q_tile` query rows, stepping over the keys `kv_tile` at a
+    time, and a block of `kv_tile / 16` warps computes dK and dV for
+    `kv_tile` keys, stepping over the rows of every query head of its kv
+    head `q_tile` at a time; `stages` buffers the streamed tiles. It needs
+    f16 or bf16 inputs, head dims that are multiples of 16 up to 128, and
+    no `wrt` tensors.
+
     ```mlir
     %dq, %dk, %dv = attn.attention_grad
         ins(%q, %k, %v, %o, %do, %lse : tensor<2x8x?x64xf16>,
@@ -251,7 +260,8 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
                        Variadic<AnyRankedTensor>:$wrt,
                        Variadic<AnyRankedTensor>:$outputs,
                        OptionalAttr<F32Attr>:$scale,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal,
+                       OptionalAttr<Attn_KernelAttr>:$kernel);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region MaxSizedRegion<1>:$score_mod,
                         MaxSizedRegion<1>:$mask_mod);
@@ -276,6 +286,11 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     bool hasScoreMod() { return !getScoreMod().empty(); }
     bool hasMaskMod() { return !getMaskMod().empty(); }
     MutableOperandRange getDpsInitsMutable() { return getOutputsMutable(); }
+    /// The largest head dim the GPU backward kernel serves: its blocks hold
+    /// dK and dV of a warp's 16 keys in registers.
+    static constexpr int64_t kMaxGradHeadDim = 128;
+    /// Whether `kernel` can compute this op, with a diagnostic if not.
+    LogicalResult verifyKernel(KernelAttr kernel);
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;

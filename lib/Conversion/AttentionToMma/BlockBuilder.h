@@ -12,6 +12,7 @@
 #ifndef ATTN_LIB_CONVERSION_ATTENTIONTOMMA_BLOCKBUILDER_H
 #define ATTN_LIB_CONVERSION_ATTENTIONTOMMA_BLOCKBUILDER_H
 
+#include "FragmentBuilder.h"
 #include "MmaKernel.h"
 
 #include "AttnDialect/Utils/ArithUtils.h"
@@ -24,44 +25,17 @@
 
 namespace mlir::attn::mma {
 
-/// Elements of a 16-byte copy or row pad, for 16-bit inputs.
-constexpr int64_t kVectorElements = 8;
-/// A fragment row of the m16n8 accumulator: 4 f32 per lane per 8 columns.
-constexpr int64_t kChunk = 8;
-
-/// Four values per lane: an mma.sync A fragment (i32 pairs), or an
-/// accumulator chunk (f32: rows g and g + 8, two columns each).
-using Fragment = SmallVector<Value, 4>;
-/// A band's fragments: 16 rows, 8 columns per fragment.
-using BandTile = SmallVector<Fragment>;
-
-/// Every band's fragments as one value list (loop-carried, yielded).
-inline SmallVector<Value> flattenTiles(ArrayRef<BandTile> tiles) {
-  SmallVector<Value> values;
-  for (const BandTile &tile : tiles)
-    for (const Fragment &fragment : tile)
-      values.append(fragment.begin(), fragment.end());
-  return values;
-}
-
-/// The inverse of flattenTiles for `bands` tiles of `chunks` fragments.
-inline SmallVector<BandTile> tilesOf(ValueRange values, int64_t bands,
-                                     int64_t chunks) {
-  SmallVector<BandTile> tiles(bands);
-  for (int64_t i = 0; i < bands * chunks; ++i)
-    tiles[i / chunks].push_back(Fragment(values.slice(4 * i, 4)));
-  return tiles;
-}
-
-class BlockBuilder {
+class BlockBuilder : FragmentBuilder {
 public:
   explicit BlockBuilder(MmaKernel &kernel)
-      : k(kernel), b(kernel.b), loc(kernel.loc), op(kernel.op),
-        d(op.getHeadDim()), dv(op.getValueHeadDim()),
-        element(op.getQueryType().getElementType()),
-        outElement(op.getOutputType().getElementType()), f32(b.getF32Type()),
-        i32(b.getI32Type()), bands(kernel.tiles.bands),
-        maskFitsI32(op.hasMaskMod() && kernel.regions.maskModFitsI32()) {}
+      : FragmentBuilder(kernel.b, kernel.loc,
+                        kernel.op.getQueryType().getElementType()),
+        k(kernel), op(kernel.op), d(op.getHeadDim()), dv(op.getValueHeadDim()),
+        outElement(op.getOutputType().getElementType()),
+        bands(kernel.tiles.bands),
+        maskFitsI32(op.hasMaskMod() && kernel.regions.maskModFitsI32()) {
+    swizzledStages = kernel.tiles.swizzled();
+  }
 
   /// The mma.sync kernel, a block per q-tile (MmaSyncMainloop.cpp).
   void buildMmaSync();
@@ -71,54 +45,9 @@ public:
   void buildWarpSpecialized();
 
 private:
-  // Index arithmetic.
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value div(Value x, int64_t y) {
-    return arith::DivUIOp::create(b, loc, x, c(y));
-  }
-  Value rem(Value x, int64_t y) {
-    return arith::RemUIOp::create(b, loc, x, c(y));
-  }
-  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-  Value less(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
-  }
-  Value asI32(Value x) { return arith::IndexCastOp::create(b, loc, i32, x); }
-  Value f32c(double v) { return f32Constant(b, loc, v); }
-
-  /// Issues the cp.async copies of rows [start, start + rows) of `source` at
-  /// (batch, head) into `stage` (at `stageIndex` ahead of the row, if any);
-  /// rows at or past `limit` are zero-filled.
-  void copyRows(Value source, Value head, Value start, Value limit,
-                int64_t rows, int64_t width, Value stage,
-                ValueRange stageIndex);
-  void commitGroup() { NVVM::CpAsyncCommitGroupOp::create(b, loc); }
-  /// Waits until at most `pending` committed groups are in flight, then
-  /// for the whole block.
-  void waitGroups(int32_t pending) {
-    NVVM::CpAsyncWaitGroupOp::create(b, loc, pending);
-    gpu::BarrierOp::create(b, loc);
-  }
   /// waitGroups for tiles that wgmma reads, through the async proxy.
   void waitGroupsForWgmma(int32_t pending);
 
-  /// An x4 ldmatrix at [indices] as four i32 registers.
-  Fragment loadMatrix(Value stage, ValueRange indices, bool transpose);
-  /// D += A * B on one m16n8k16 tile.
-  Fragment mmaSync(ArrayRef<Value> a, ArrayRef<Value> bPair,
-                   ArrayRef<Value> acc);
-  /// Two f32 as one register of two 16-bit values.
-  Value pack(Value lo, Value hi);
-  /// A vector<2xf16> is an f16 mma operand as it is; bf16 pairs go as i32
-  /// (nvvm.mma.sync's bf16 form).
-  Value asRegister(Value pair);
-  Value shuffleXor(Value v, int32_t offset);
-  /// A pair of 16-bit values as one i32.
-  Value asWord(Value pair);
   /// Transposes a quad's 4 x 4 words: lane t's word j becomes lane j's
   /// word t.
   void transposeQuad(MutableArrayRef<Value> words);
@@ -253,17 +182,12 @@ private:
   Value listNeedsMasks(const ListSteps &lists, Value j, Value kv0);
 
   MmaKernel &k;
-  OpBuilder &b;
-  Location loc;
   AttentionOp op;
   int64_t d, dv;
-  Type element, outElement, f32, i32;
+  Type outElement;
 
   // Sizes, whole-problem offsets and the q heads per kv head.
   Value m, n, offB, offH, offQ, offKV, group;
-  // The thread that copies (0 first) and how many copy together.
-  Value copyThread;
-  int64_t copyThreads = 0;
   // The block's (b, h) in the whole problem, its kv head and first row.
   Value batchW, headW, kvHead, q0;
   // The thread: warp, lane, g = lane / 4, t = lane % 4, the warp's first

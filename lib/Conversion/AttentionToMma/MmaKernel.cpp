@@ -34,68 +34,6 @@ using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mma;
 
-void BlockBuilder::copyRows(Value source, Value head, Value start, Value limit,
-                            int64_t rows, int64_t width, Value stage,
-                            ValueRange stageIndex) {
-  int64_t chunksPerRow = width / kVectorElements;
-  int64_t total = rows * chunksPerRow;
-  int64_t threads = copyThreads;
-  // When the copying threads cover whole rows, a thread's copies differ by
-  // constant rows, so their addresses differ by constants.
-  bool wholeRows = threads % chunksPerRow == 0;
-  Value firstRow = div(copyThread, chunksPerRow);
-  Value firstCol = mul(rem(copyThread, chunksPerRow), c(kVectorElements));
-  // The copy of `row` at column `col`.
-  auto copy = [&](Value row, Value col) {
-    Value position = add(start, row);
-    // A row past `limit` copies 0 bytes (zero fill) and reads nothing.
-    Value elements = arith::SelectOp::create(b, loc, less(position, limit),
-                                             c(kVectorElements), c(0));
-    SmallVector<Value> to(stageIndex);
-    if (k.tiles.swizzled()) {
-      Swizzle swizzle = Swizzle::forWidth(width);
-      to.append(
-          {div(col, swizzle.columns()), row,
-           swizzledColumn(b, loc, swizzle, row, rem(col, swizzle.columns()))});
-    } else
-      to.append({row, col});
-    nvgpu::DeviceAsyncCopyOp::create(
-        b, loc, stage, to, source, ValueRange{k.batch, head, position, col},
-        b.getIndexAttr(kVectorElements), elements, b.getUnitAttr());
-  };
-  for (int64_t i = 0; i * threads < total; ++i) {
-    Value idx = add(copyThread, c(i * threads));
-    auto copyChunk = [&] {
-      Value row = wholeRows ? add(firstRow, c(i * threads / chunksPerRow))
-                            : div(idx, chunksPerRow);
-      Value col = wholeRows ? firstCol
-                            : mul(rem(idx, chunksPerRow), c(kVectorElements));
-      copy(row, col);
-    };
-    if ((i + 1) * threads <= total) {
-      copyChunk();
-      continue;
-    }
-    auto inTile = scf::IfOp::create(b, loc, less(idx, c(total)));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(inTile.thenBlock());
-    copyChunk();
-  }
-}
-
-Value BlockBuilder::pack(Value lo, Value hi) {
-  Value pair = vector::FromElementsOp::create(b, loc, VectorType::get({2}, f32),
-                                              ValueRange{lo, hi});
-  return asRegister(
-      arith::TruncFOp::create(b, loc, VectorType::get({2}, element), pair));
-}
-
-Value BlockBuilder::asWord(Value pair) {
-  Value word =
-      vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair);
-  return vector::ExtractOp::create(b, loc, word, 0);
-}
-
 void BlockBuilder::transposeQuad(MutableArrayRef<Value> words) {
   // Two exchanges: between lanes two apart, the pairs of words whose
   // index differs from the lane's in bit 1; then between neighbours, in
@@ -117,12 +55,6 @@ void BlockBuilder::transposeQuad(MutableArrayRef<Value> words) {
       kept = newKept;
     }
   }
-}
-
-Value BlockBuilder::shuffleXor(Value v, int32_t offset) {
-  return gpu::ShuffleOp::create(b, loc, v, offset, /*width=*/32,
-                                gpu::ShuffleMode::XOR)
-      .getShuffleResult();
 }
 
 Value BlockBuilder::maskScore(Value x, Value keep, Value negInf) {
@@ -407,13 +339,7 @@ SmallVector<Fragment> BlockBuilder::softmax(SmallVector<Fragment> &s,
     maxes[r] = newMax;
     corrections.push_back(correction);
   }
-  SmallVector<Fragment> probs;
-  for (size_t kk = 0; kk < s.size() / 2; ++kk) {
-    const Fragment &left = s[2 * kk], &right = s[2 * kk + 1];
-    probs.push_back({pack(left[0], left[1]), pack(left[2], left[3]),
-                     pack(right[0], right[1]), pack(right[2], right[3])});
-  }
-  return probs;
+  return asOperand(s);
 }
 
 void BlockBuilder::setUpThread() {
@@ -499,7 +425,7 @@ Value BlockBuilder::startBlockTile() {
   Value steps = setUpTile([&] {
     return op.getCausal() ? sub(sub(k.gridX, c(1)), k.blockX) : k.blockX;
   });
-  copyRows(k.query, k.head, q0, m, k.tiles.qTile, d, k.queryStage, {});
+  copyRows(k.query, k.batch, k.head, q0, m, k.tiles.qTile, d, k.queryStage, {});
   commitGroup();
   copyKeyTile(c(0), steps, c(0));
   commitGroup();
@@ -510,7 +436,7 @@ void BlockBuilder::copyKeyTile(Value j, Value steps, Value buffer) {
   auto inLoop = scf::IfOp::create(b, loc, less(j, steps));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(inLoop.thenBlock());
-  copyRows(k.key, kvHead, kvStart(j), n, k.tiles.kvTile, d, k.keyStage,
+  copyRows(k.key, k.batch, kvHead, kvStart(j), n, k.tiles.kvTile, d, k.keyStage,
            {buffer});
 }
 

@@ -22,41 +22,6 @@ using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mma;
 
-Fragment BlockBuilder::loadMatrix(Value stage, ValueRange indices,
-                                  bool transpose) {
-  auto type = VectorType::get({4, 2}, element);
-  Value tiles =
-      nvgpu::LdMatrixOp::create(b, loc, type, stage, indices, transpose, 4);
-  Fragment registers;
-  for (int64_t i = 0; i < 4; ++i)
-    registers.push_back(
-        asRegister(vector::ExtractOp::create(b, loc, tiles, i)));
-  return registers;
-}
-
-Fragment BlockBuilder::mmaSync(ArrayRef<Value> a, ArrayRef<Value> bPair,
-                               ArrayRef<Value> acc) {
-  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                     SmallVector<Type>(4, f32));
-  NVVM::MMATypes inputType =
-      element.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-  // bf16 goes through nvvm.mma.sync on i32 registers: nvgpu.mma.sync cannot
-  // lower bf16 in MLIR 22.
-  Value result = NVVM::MmaOp::create(
-      b, loc, resultType, a, bPair, acc, {16, 8, 16}, std::nullopt,
-      std::nullopt, std::array<NVVM::MMATypes, 2>{inputType, inputType},
-      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                     NVVM::MMALayout::col});
-  Fragment out;
-  for (int64_t i = 0; i < 4; ++i)
-    out.push_back(LLVM::ExtractValueOp::create(b, loc, result, i));
-  return out;
-}
-
-Value BlockBuilder::asRegister(Value pair) {
-  return element.isBF16() ? asWord(pair) : pair;
-}
-
 Fragment BlockBuilder::queryFragment(int64_t band, int64_t kk) {
   Value row = add(add(warpRow, c(16 * band)), queryRowLane);
   return loadMatrix(k.queryStage, {row, add(queryColLane, c(16 * kk))},
@@ -136,7 +101,8 @@ ValueRange BlockBuilder::syncLoop(Value steps) {
     // reads the buffer any more (P V_j-1, and S_j).
     if (!doubled)
       waitGroups(0);
-    copyRows(k.value, kvHead, kv0, n, tiles.kvTile, dv, k.valueStage, {buffer});
+    copyRows(k.value, k.batch, kvHead, kv0, n, tiles.kvTile, dv, k.valueStage,
+             {buffer});
     commitGroup();
     if (doubled)
       waitGroups(1);

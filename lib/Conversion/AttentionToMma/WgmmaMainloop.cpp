@@ -119,7 +119,7 @@ BlockBuilder::TileStaging BlockBuilder::copyStaging(Value steps) {
     Value buffer = rem(it, 2);
     waitGroupsForWgmma(0);
     copyKeyTile(add(j, c(1)), steps, sub(c(1), buffer));
-    copyRows(k.value, kvHead, kv0, n, k.tiles.kvTile, dv, k.valueStage,
+    copyRows(k.value, k.batch, kvHead, kv0, n, k.tiles.kvTile, dv, k.valueStage,
              {buffer});
     commitGroup();
   };

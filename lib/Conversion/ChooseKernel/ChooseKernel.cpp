@@ -60,10 +60,11 @@ struct ChooseKernelPass : attn::impl::ChooseKernelBase<ChooseKernelPass> {
     }
     if (failed(checkOptions()))
       return signalPassFailure();
-    WalkResult backward = getOperation()->walk([](AttentionGradOp op) {
-      op.emitOpError() << "has no GPU kernel yet; attn-lower-to-cpu "
-                          "computes it";
-      return WalkResult::interrupt();
+    WalkResult backward = getOperation()->walk([&](AttentionGradOp op) {
+      if (inGpuKernel(op))
+        return WalkResult::advance();
+      return failed(chooseGrad(op)) ? WalkResult::interrupt()
+                                    : WalkResult::advance();
     });
     if (backward.wasInterrupted())
       return signalPassFailure();
@@ -80,6 +81,9 @@ struct ChooseKernelPass : attn::impl::ChooseKernelBase<ChooseKernelPass> {
   }
 
   LogicalResult checkOptions();
+  /// Sets (or checks) the backward's kernel: mma.sync, whatever the
+  /// strategy, as it is the backward's only one.
+  LogicalResult chooseGrad(AttentionGradOp op);
   /// Sets `op`'s kernel from the strategy and the chip.
   LogicalResult choose(AttentionOp op);
   /// The tensor-core tiles for `op` under the strategy, which `choose`
@@ -133,6 +137,36 @@ LogicalResult ChooseKernelPass::checkOptions() {
            << "attn-choose-kernel: strategy "
            << stringifyKernelStrategy(strategy)
            << " needs wgmma, which only sm_90a has, not " << chip;
+  return success();
+}
+
+LogicalResult ChooseKernelPass::chooseGrad(AttentionGradOp op) {
+  if (!target->hasAsyncCopy())
+    return op.emitOpError() << "has no GPU kernel on " << chip
+                            << ": the backward needs sm_80 or newer "
+                               "(attn-lower-to-cpu computes it)";
+  KernelAttr kernel = op.getKernelAttr();
+  if (!kernel) {
+    // 64 x 64 tiles: a warp's dK and dV (or dQ), its scores and dP fit the
+    // registers up to head dims of 128. Two stages where they fit.
+    kernel = KernelAttr::get(op.getContext(), KernelKind::mma_sync, 64, 64);
+    if (GradSharedLayout::bytesOf(kernel, op.getHeadDim(),
+                                  op.getValueHeadDim()) >
+        target->sharedMemoryPerBlock)
+      kernel = KernelAttr::get(op.getContext(), KernelKind::mma_sync, 64, 64, 1,
+                               1, 1, 0, 0);
+    // The op's verifier says why the kernel cannot compute it.
+    if (failed(op.verifyKernel(kernel)))
+      return failure();
+    op.setKernelAttr(kernel);
+  }
+  int64_t bytes =
+      GradSharedLayout::bytesOf(kernel, op.getHeadDim(), op.getValueHeadDim());
+  if (bytes > target->sharedMemoryPerBlock)
+    return op.emitOpError()
+           << "has a backward kernel whose tiles take " << bytes
+           << " bytes of shared memory, more than " << chip << "'s "
+           << target->sharedMemoryPerBlock << " per block";
   return success();
 }
 

@@ -1,0 +1,515 @@
+//===- BackwardKernel.cpp - attn.attention_grad on mma.sync ---------------===//
+//
+// Both kernels of BackwardKernel.h are one pattern with the roles of rows
+// and columns swapped: a warp multiplies its own 16 rows (Q and dO, or K
+// and V) by a streamed tile's rows (K and V, or Q and dO) into scores and
+// dP (or their transposes), turns them element by element into P and
+// dS = P (dP - Delta) * d score_mod / d s, and accumulates dS (and P) times
+// the streamed tile into f32 registers. Streamed tiles land through
+// cp.async in one or two stages; every contraction is mma.sync m16n8k16 on
+// ldmatrix fragments, and every fragment array is indexed by constants
+// (the C++ loops unroll), so it lives in registers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BackwardKernel.h"
+#include "FragmentBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::mma;
+
+namespace {
+
+/// The builder of both kernels. "Own" rows are the warp's 16 (the block's
+/// q-tile or kv-tile), "columns" the streamed tile's rows.
+class GradBuilder : FragmentBuilder {
+public:
+  explicit GradBuilder(BackwardKernel &kernel)
+      : FragmentBuilder(kernel.b, kernel.loc,
+                        kernel.op.getQuery().getType().getElementType()),
+        k(kernel), op(kernel.op), d(op.getHeadDim()), dv(op.getValueHeadDim()),
+        qTile(op.getKernelAttr().getQTile()),
+        kvTile(op.getKernelAttr().getKvTile()),
+        stages(op.getKernelAttr().getStages()) {}
+
+  void buildQueryGrad();
+  void buildKeyValueGrad();
+
+private:
+  /// Sizes, the thread's lane values and copying threads for blocks of
+  /// `rows` own rows.
+  void setUp(int64_t rows);
+  /// The A fragment of the warp's own rows of `stage` at k-step `kk`.
+  Fragment ownFragment(Value stage, int64_t kk);
+  /// Every k-step's A fragment of `stage`, if the registers can hold
+  /// them; none otherwise (each product loads its own).
+  SmallVector<Fragment> keptFragments(Value stage, int64_t width);
+  /// own rows . streamed rows^T: [16, columns] over `width`.
+  BandTile rowProducts(Value own, ArrayRef<Fragment> kept, Value streamed,
+                       Value buffer, int64_t width, int64_t columns);
+  /// acc[16, width] += a . streamed[buffer]: `a` the k-steps over the
+  /// streamed rows.
+  void accumulate(ArrayRef<Fragment> a, Value streamed, Value buffer,
+                  int64_t width, BandTile &acc);
+
+  /// P and dS at one element: score `s` and dP `dp` at query `q` (of head
+  /// `h`) and key `kv`, whose row has logsumexp `lse` and Delta `delta`;
+  /// the masks when `masked`.
+  std::pair<Value, Value> gradientAt(Value s, Value dp, Value h, Value q,
+                                     Value kv, Value lse, Value delta,
+                                     bool masked);
+  /// gradientAt on every element of (s, dp), with the masks where
+  /// `needsMasks` holds; `position(chunk, e)` gives (q, lse, delta, kv).
+  using Position = std::function<std::array<Value, 4>(int64_t, int64_t)>;
+  std::pair<BandTile, BandTile> gradients(const BandTile &s, const BandTile &dp,
+                                          Value h, Value needsMasks,
+                                          const Position &position);
+
+  /// Delta of the block's rows [q0, q0 + q-tile) of head `h`: to the
+  /// Delta buffer and to the block's Delta rows.
+  void storeDelta(Value q0, Value h);
+  /// `acc` times `scale` into rows [row0, ...) of `dest` at `head`, rows
+  /// at or past `limit` skipped.
+  void storeRows(const BandTile &acc, Value dest, Value head, Value row0,
+                 Value limit, double scale);
+
+  BackwardKernel &k;
+  AttentionGradOp op;
+  int64_t d, dv, qTile, kvTile, stages;
+  Value m, n, heads, group;
+  Value lane, warpRow, g, t, t2;
+  Value ownRowLane, ownColLane, keyRowLane, keyColLane, valueRowLane,
+      valueColLane;
+};
+
+} // namespace
+
+void GradBuilder::setUp(int64_t rows) {
+  m = memref::DimOp::create(b, loc, k.query, 2);
+  n = memref::DimOp::create(b, loc, k.key, 2);
+  heads = memref::DimOp::create(b, loc, k.query, 1);
+  Value kvHeads = memref::DimOp::create(b, loc, k.key, 1);
+  group = arith::DivUIOp::create(b, loc, heads, max(kvHeads, c(1)));
+  copyThread = k.tid;
+  copyThreads = 2 * rows;
+  lane = rem(k.tid, 32);
+  warpRow = mul(div(k.tid, 32), c(16));
+  g = div(lane, 4);
+  t = rem(lane, 4);
+  t2 = mul(t, c(2));
+  // ldmatrix x4: lanes 8i..8i+7 address the rows of matrix i.
+  Value row8 = rem(lane, 8);
+  Value half = mul(div(lane, 16), c(8));
+  Value odd = mul(rem(div(lane, 8), 2), c(8));
+  ownRowLane = add(warpRow, rem(lane, 16));
+  ownColLane = half;
+  keyRowLane = add(half, row8);
+  keyColLane = odd;
+  valueRowLane = add(odd, row8);
+  valueColLane = half;
+}
+
+Fragment GradBuilder::ownFragment(Value stage, int64_t kk) {
+  return loadMatrix(stage, {ownRowLane, add(ownColLane, c(16 * kk))},
+                    /*transpose=*/false);
+}
+
+SmallVector<Fragment> GradBuilder::keptFragments(Value stage, int64_t width) {
+  // Two tiles of 64 columns fit next to the accumulators; 128 do not.
+  if (d + dv > 128)
+    return {};
+  SmallVector<Fragment> fragments;
+  for (int64_t kk = 0; kk < width / 16; ++kk)
+    fragments.push_back(ownFragment(stage, kk));
+  return fragments;
+}
+
+BandTile GradBuilder::rowProducts(Value own, ArrayRef<Fragment> kept,
+                                  Value streamed, Value buffer, int64_t width,
+                                  int64_t columns) {
+  Value zero = f32c(0.0);
+  BandTile out(columns / kChunk, Fragment(4, zero));
+  for (int64_t kk = 0; kk < width / 16; ++kk) {
+    Fragment a = kept.empty() ? ownFragment(own, kk) : kept[kk];
+    Value col = add(keyColLane, c(16 * kk));
+    for (int64_t pair = 0; pair < columns / 16; ++pair) {
+      Fragment rows = loadMatrix(
+          streamed, {buffer, add(keyRowLane, c(16 * pair)), col}, false);
+      out[2 * pair] = mmaSync(a, {rows[0], rows[1]}, out[2 * pair]);
+      out[2 * pair + 1] = mmaSync(a, {rows[2], rows[3]}, out[2 * pair + 1]);
+    }
+  }
+  return out;
+}
+
+void GradBuilder::accumulate(ArrayRef<Fragment> a, Value streamed, Value buffer,
+                             int64_t width, BandTile &acc) {
+  for (auto [kk, operand] : llvm::enumerate(a)) {
+    Value row = add(valueRowLane, c(16 * kk));
+    for (int64_t pair = 0; pair < width / 16; ++pair) {
+      Fragment rows = loadMatrix(
+          streamed, {buffer, row, add(valueColLane, c(16 * pair))}, true);
+      acc[2 * pair] = mmaSync(operand, {rows[0], rows[1]}, acc[2 * pair]);
+      acc[2 * pair + 1] =
+          mmaSync(operand, {rows[2], rows[3]}, acc[2 * pair + 1]);
+    }
+  }
+}
+
+std::pair<Value, Value> GradBuilder::gradientAt(Value s, Value dp, Value h,
+                                                Value q, Value kv, Value lse,
+                                                Value delta, bool masked) {
+  Value zero = f32c(0.0);
+  Value x = arith::MulFOp::create(b, loc, s, f32c(op.getScaleValue()));
+  Value factor;
+  // The regions see positions inside the problem; what lies past it is
+  // masked.
+  Value regionQ = min(q, max(sub(m, c(1)), c(0)));
+  Value regionKv = min(kv, max(sub(n, c(1)), c(0)));
+  if (op.hasScoreMod())
+    std::tie(x, factor) = k.regions.scoreModAndDerivative(b, loc, x, k.batch, h,
+                                                          regionQ, regionKv);
+  // A row that saw no key has L = -inf: P is 0 there, not NaN. A NaN L
+  // keeps its row NaN, as the forward's output is.
+  Value keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, lse,
+                                     f32c(kNegInf));
+  if (masked) {
+    keep = arith::AndIOp::create(
+        b, loc, keep, arith::AndIOp::create(b, loc, less(q, m), less(kv, n)));
+    if (op.getCausal())
+      keep = arith::AndIOp::create(
+          b, loc, keep,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, kv, q));
+    if (op.hasMaskMod())
+      keep = arith::AndIOp::create(
+          b, loc, keep,
+          k.regions.maskMod(b, loc, k.batch, h, regionQ, regionKv));
+  }
+  Value lse2 = arith::MulFOp::create(b, loc, lse, f32c(kLog2E));
+  Value p = math::Exp2Op::create(
+      b, loc,
+      arith::SubFOp::create(
+          b, loc, arith::MulFOp::create(b, loc, x, f32c(kLog2E)), lse2));
+  p = arith::SelectOp::create(b, loc, LLVM::FreezeOp::create(b, loc, keep), p,
+                              zero);
+  Value ds = arith::MulFOp::create(b, loc, p,
+                                   arith::SubFOp::create(b, loc, dp, delta));
+  if (factor)
+    ds = arith::MulFOp::create(b, loc, ds, factor);
+  // A masked or underflowed P gives 0 even where the factor is infinite.
+  Value none =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, p, zero);
+  ds = arith::SelectOp::create(b, loc, none, zero, ds);
+  return {p, ds};
+}
+
+std::pair<BandTile, BandTile> GradBuilder::gradients(const BandTile &s,
+                                                     const BandTile &dp,
+                                                     Value h, Value needsMasks,
+                                                     const Position &position) {
+  int64_t chunks = s.size();
+  auto split = scf::IfOp::create(
+      b, loc, TypeRange(SmallVector<Type>(8 * chunks, f32)), needsMasks,
+      /*withElseRegion=*/true);
+  for (bool masked : {true, false}) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(masked ? split.thenBlock() : split.elseBlock());
+    BandTile p(chunks), ds(chunks);
+    for (int64_t chunk = 0; chunk < chunks; ++chunk)
+      for (int64_t e = 0; e < 4; ++e) {
+        auto [q, lse, delta, kv] = position(chunk, e);
+        auto [pe, dse] =
+            gradientAt(s[chunk][e], dp[chunk][e], h, q, kv, lse, delta, masked);
+        p[chunk].push_back(pe);
+        ds[chunk].push_back(dse);
+      }
+    SmallVector<Value> yields = flattenTiles({p});
+    yields.append(flattenTiles({ds}));
+    scf::YieldOp::create(b, loc, yields);
+  }
+  ValueRange results = split.getResults();
+  return {tilesOf(results.take_front(4 * chunks), 1, chunks)[0],
+          tilesOf(results.drop_front(4 * chunks), 1, chunks)[0]};
+}
+
+void GradBuilder::storeDelta(Value q0, Value h) {
+  // Two threads per row, each summing half of it.
+  Value row = div(k.tid, 2);
+  Value half = rem(k.tid, 2);
+  Value position = add(q0, row);
+  Value at = min(position, max(sub(m, c(1)), c(0)));
+  auto vectorOf = [&](Value buffer) {
+    return VectorType::get({kVectorElements},
+                           cast<MemRefType>(buffer.getType()).getElementType());
+  };
+  auto wide = VectorType::get({kVectorElements}, f32);
+  Value sum = arith::ConstantOp::create(
+      b, loc, wide, DenseElementsAttr::get(wide, b.getF32FloatAttr(0.0)));
+  for (int64_t i = 0; i < dv / (2 * kVectorElements); ++i) {
+    Value col = add(mul(half, c(dv / 2)), c(kVectorElements * i));
+    auto load = [&](Value buffer) -> Value {
+      Value v = vector::LoadOp::create(
+          b, loc, vectorOf(buffer), buffer, ValueRange{k.batch, h, at, col},
+          /*nontemporal=*/false, b.getI64IntegerAttr(16));
+      if (cast<VectorType>(v.getType()).getElementType() != f32)
+        v = arith::ExtFOp::create(b, loc, wide, v);
+      return v;
+    };
+    sum =
+        vector::FMAOp::create(b, loc, load(k.output), load(k.gradOutput), sum);
+  }
+  Value total =
+      vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sum);
+  total = arith::AddFOp::create(b, loc, total, shuffleXor(total, 1));
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, half, c(0));
+  auto writer = scf::IfOp::create(b, loc, first);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(writer.thenBlock());
+  memref::StoreOp::create(b, loc, total, k.deltaStage, ValueRange{row});
+  auto inside = scf::IfOp::create(b, loc, less(position, m));
+  b.setInsertionPointToStart(inside.thenBlock());
+  Value word = add(mul(add(mul(k.batch, heads), h), m), position);
+  memref::StoreOp::create(b, loc, arith::BitcastOp::create(b, loc, i32, total),
+                          k.delta, ValueRange{word});
+}
+
+void GradBuilder::storeRows(const BandTile &acc, Value dest, Value head,
+                            Value row0, Value limit, double scale) {
+  Type type = cast<MemRefType>(dest.getType()).getElementType();
+  int64_t bytes = type.getIntOrFloatBitWidth() / 8;
+  Value factor = f32c(scale);
+  for (int64_t r = 0; r < 2; ++r) {
+    Value row = add(row0, add(add(warpRow, g), c(8 * r)));
+    auto inside = scf::IfOp::create(b, loc, less(row, limit));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inside.thenBlock());
+    for (auto [chunk, values] : llvm::enumerate(acc)) {
+      Value lo = arith::MulFOp::create(b, loc, values[2 * r], factor);
+      Value hi = arith::MulFOp::create(b, loc, values[2 * r + 1], factor);
+      Value pair = vector::FromElementsOp::create(
+          b, loc, VectorType::get({2}, f32), ValueRange{lo, hi});
+      if (type != f32)
+        pair =
+            arith::TruncFOp::create(b, loc, VectorType::get({2}, type), pair);
+      vector::StoreOp::create(
+          b, loc, pair, dest,
+          ValueRange{k.batch, head, row, add(t2, c(kChunk * chunk))},
+          /*nontemporal=*/false, b.getI64IntegerAttr(2 * bytes));
+    }
+  }
+}
+
+void GradBuilder::buildQueryGrad() {
+  setUp(qTile);
+  Value h = k.head;
+  Value kvHead = arith::DivUIOp::create(b, loc, h, group);
+  Value q0 = mul(k.block, c(qTile));
+  // Causal rows see keys up to their own position.
+  Value kvEnd = n;
+  if (op.getCausal())
+    kvEnd = min(min(add(q0, c(qTile)), m), n);
+  Value steps = arith::CeilDivUIOp::create(b, loc, kvEnd, c(kvTile));
+  // Steps before `fullSteps` need no masks: keys inside N, below every
+  // row's diagonal. (Rows past M are computed and never stored.)
+  Value fullSteps = c(0);
+  if (!op.hasMaskMod()) {
+    fullSteps = div(n, kvTile);
+    if (op.getCausal())
+      fullSteps = min(fullSteps, div(add(q0, c(1)), kvTile));
+  }
+  copyRows(k.query, k.batch, h, q0, m, qTile, d, k.ownFirst, {});
+  copyRows(k.gradOutput, k.batch, h, q0, m, qTile, dv, k.ownSecond, {});
+  commitGroup();
+  auto copyStep = [&](Value j, Value buffer) {
+    auto inLoop = scf::IfOp::create(b, loc, less(j, steps));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inLoop.thenBlock());
+    Value kv0 = mul(j, c(kvTile));
+    copyRows(k.key, k.batch, kvHead, kv0, n, kvTile, d, k.streamedFirst,
+             {buffer});
+    copyRows(k.value, k.batch, kvHead, kv0, n, kvTile, dv, k.streamedSecond,
+             {buffer});
+  };
+  copyStep(c(0), c(0));
+  commitGroup();
+  storeDelta(q0, h);
+  // Q and dO have landed, and every thread's Delta is in shared memory.
+  waitGroups(1);
+  SmallVector<Fragment> queryFragments = keptFragments(k.ownFirst, d);
+  SmallVector<Fragment> gradFragments = keptFragments(k.ownSecond, dv);
+  std::array<Value, 2> rows, lses, deltas;
+  for (int64_t r = 0; r < 2; ++r) {
+    Value local = add(add(warpRow, g), c(8 * r));
+    rows[r] = add(q0, local);
+    lses[r] = memref::LoadOp::create(
+        b, loc, k.lse,
+        ValueRange{k.batch, h, min(rows[r], max(sub(m, c(1)), c(0)))});
+    deltas[r] = memref::LoadOp::create(b, loc, k.deltaStage, local);
+  }
+
+  int64_t chunks = d / kChunk;
+  auto loop = scf::ForOp::create(b, loc, c(0), steps, c(1),
+                                 SmallVector<Value>(4 * chunks, f32c(0.0)));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    BandTile acc = tilesOf(loop.getRegionIterArgs(), 1, chunks)[0];
+    Value buffer = stages == 2 ? rem(j, 2) : c(0);
+    // K_j and V_j have landed, and no warp reads the other buffer.
+    waitGroups(0);
+    if (stages == 2) {
+      copyStep(add(j, c(1)), sub(c(1), buffer));
+      commitGroup();
+    }
+    Value kv0 = mul(j, c(kvTile));
+    BandTile s = rowProducts(k.ownFirst, queryFragments, k.streamedFirst,
+                             buffer, d, kvTile);
+    BandTile dp = rowProducts(k.ownSecond, gradFragments, k.streamedSecond,
+                              buffer, dv, kvTile);
+    Value needsMasks =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, j, fullSteps);
+    auto [p,
+          ds] = gradients(s, dp, h, needsMasks, [&](int64_t chunk, int64_t e) {
+      Value kv = add(kv0, add(t2, c(kChunk * chunk + e % 2)));
+      return std::array<Value, 4>{rows[e / 2], lses[e / 2], deltas[e / 2], kv};
+    });
+    (void)p;
+    accumulate(asOperand(ds), k.streamedFirst, buffer, d, acc);
+    if (stages == 1) {
+      gpu::BarrierOp::create(b, loc);
+      copyStep(add(j, c(1)), buffer);
+      commitGroup();
+    }
+    scf::YieldOp::create(b, loc, flattenTiles({acc}));
+  }
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  storeRows(tilesOf(loop.getResults(), 1, chunks)[0], k.dq, h, q0, m,
+            op.getScaleValue());
+}
+
+void GradBuilder::buildKeyValueGrad() {
+  setUp(kvTile);
+  Value kvHead = k.head;
+  Value kv0 = mul(k.block, c(kvTile));
+  // Causal: rows above the block's first key see none of its keys.
+  Value qFirst = op.getCausal() ? div(kv0, qTile) : c(0);
+  Value qBlocks = arith::CeilDivUIOp::create(b, loc, m, c(qTile));
+  Value perHead = max(sub(qBlocks, qFirst), c(0));
+  Value steps = mul(group, perHead);
+  // Step j: the q-tile's head and first row.
+  auto stepAt = [&](Value j) {
+    Value safe = max(perHead, c(1));
+    Value h = add(mul(kvHead, group), arith::DivUIOp::create(b, loc, j, safe));
+    Value tile = add(qFirst, arith::RemUIOp::create(b, loc, j, safe));
+    return std::make_pair(h, tile);
+  };
+  copyRows(k.key, k.batch, kvHead, kv0, n, kvTile, d, k.ownFirst, {});
+  copyRows(k.value, k.batch, kvHead, kv0, n, kvTile, dv, k.ownSecond, {});
+  commitGroup();
+  auto copyStep = [&](Value j, Value buffer) {
+    auto inLoop = scf::IfOp::create(b, loc, less(j, steps));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inLoop.thenBlock());
+    auto [h, tile] = stepAt(j);
+    Value q0 = mul(tile, c(qTile));
+    copyRows(k.query, k.batch, h, q0, m, qTile, d, k.streamedFirst, {buffer});
+    copyRows(k.gradOutput, k.batch, h, q0, m, qTile, dv, k.streamedSecond,
+             {buffer});
+  };
+  copyStep(c(0), c(0));
+  commitGroup();
+  waitGroups(1);
+  SmallVector<Fragment> keyFragments = keptFragments(k.ownFirst, d);
+  SmallVector<Fragment> valueFragments = keptFragments(k.ownSecond, dv);
+  std::array<Value, 2> keys;
+  for (int64_t r = 0; r < 2; ++r)
+    keys[r] = add(kv0, add(add(warpRow, g), c(8 * r)));
+  Value lastRow = max(sub(m, c(1)), c(0));
+
+  int64_t keyChunks = d / kChunk, valueChunks = dv / kChunk;
+  auto loop = scf::ForOp::create(
+      b, loc, c(0), steps, c(1),
+      SmallVector<Value>(4 * (keyChunks + valueChunks), f32c(0.0)));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    ValueRange carried = loop.getRegionIterArgs();
+    BandTile dkAcc =
+        tilesOf(carried.take_front(4 * keyChunks), 1, keyChunks)[0];
+    BandTile dvAcc =
+        tilesOf(carried.drop_front(4 * keyChunks), 1, valueChunks)[0];
+    Value buffer = stages == 2 ? rem(j, 2) : c(0);
+    waitGroups(0);
+    if (stages == 2) {
+      copyStep(add(j, c(1)), sub(c(1), buffer));
+      commitGroup();
+    }
+    auto [h, tile] = stepAt(j);
+    Value q0 = mul(tile, c(qTile));
+    // The columns' logsumexp and Delta, read before the products so that
+    // the loads overlap them.
+    Value deltaRow = mul(add(mul(k.batch, heads), h), m);
+    SmallVector<Value> lses, deltas;
+    for (int64_t chunk = 0; chunk < qTile / kChunk; ++chunk)
+      for (int64_t o = 0; o < 2; ++o) {
+        Value q = min(add(q0, add(t2, c(kChunk * chunk + o))), lastRow);
+        lses.push_back(
+            memref::LoadOp::create(b, loc, k.lse, ValueRange{k.batch, h, q}));
+        Value word = memref::LoadOp::create(b, loc, k.delta,
+                                            ValueRange{add(deltaRow, q)});
+        deltas.push_back(arith::BitcastOp::create(b, loc, f32, word));
+      }
+    BandTile s = rowProducts(k.ownFirst, keyFragments, k.streamedFirst, buffer,
+                             d, qTile);
+    BandTile dp = rowProducts(k.ownSecond, valueFragments, k.streamedSecond,
+                              buffer, dv, qTile);
+    // Whole q-tiles inside M, on or below the block's last key's diagonal,
+    // need no masks.
+    Value needsMasks = less(m, mul(add(tile, c(1)), c(qTile)));
+    if (op.hasMaskMod())
+      needsMasks = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    else if (op.getCausal())
+      needsMasks = arith::OrIOp::create(b, loc, needsMasks,
+                                        less(q0, add(kv0, c(kvTile - 1))));
+    auto [p,
+          ds] = gradients(s, dp, h, needsMasks, [&](int64_t chunk, int64_t e) {
+      Value q = add(q0, add(t2, c(kChunk * chunk + e % 2)));
+      int64_t column = 2 * chunk + e % 2;
+      return std::array<Value, 4>{q, lses[column], deltas[column], keys[e / 2]};
+    });
+    accumulate(asOperand(p), k.streamedSecond, buffer, dv, dvAcc);
+    accumulate(asOperand(ds), k.streamedFirst, buffer, d, dkAcc);
+    if (stages == 1) {
+      gpu::BarrierOp::create(b, loc);
+      copyStep(add(j, c(1)), buffer);
+      commitGroup();
+    }
+    SmallVector<Value> yields = flattenTiles({dkAcc});
+    yields.append(flattenTiles({dvAcc}));
+    scf::YieldOp::create(b, loc, yields);
+  }
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  ValueRange results = loop.getResults();
+  storeRows(tilesOf(results.take_front(4 * keyChunks), 1, keyChunks)[0], k.dk,
+            kvHead, kv0, n, op.getScaleValue());
+  storeRows(tilesOf(results.drop_front(4 * keyChunks), 1, valueChunks)[0], k.dv,
+            kvHead, kv0, n, 1.0);
+}
+
+void BackwardKernel::buildQueryGrad() { GradBuilder(*this).buildQueryGrad(); }
+
+void BackwardKernel::buildKeyValueGrad() {
+  GradBuilder(*this).buildKeyValueGrad();
+}

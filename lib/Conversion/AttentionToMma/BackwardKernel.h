@@ -1,0 +1,50 @@
+//===- BackwardKernel.h - attn.attention_grad on mma.sync -------*- C++ -*-===//
+//
+// The two kernels of the backward, FlashAttention-2's split into a kernel
+// per gradient side so that no gradient is summed by atomics: one block of
+// q_tile / 16 warps per q-tile computes Delta and dQ of its rows, stepping
+// over the keys; one block of kv_tile / 16 warps per kv-tile computes dK
+// and dV of its keys, stepping over the rows of every query head that
+// reads them. Each warp owns 16 rows (keys); both recompute P from the
+// forward's logsumexp. The dQ kernel runs first and leaves Delta for the
+// other.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_CONVERSION_ATTENTIONTOMMA_BACKWARDKERNEL_H
+#define ATTN_LIB_CONVERSION_ATTENTIONTOMMA_BACKWARDKERNEL_H
+
+#include "AttnDialect/Conversion/KernelTiles.h"
+#include "AttnDialect/IR/AttnOps.h"
+#include "AttnDialect/Transforms/RegionInliner.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::attn::mma {
+
+/// Builds a backward kernel's body inside its gpu.launch. The memrefs are
+/// the op's operands as buffers; `delta` is an i32 buffer of B * Hq * M
+/// words that holds Delta's f32 bits.
+struct BackwardKernel {
+  OpBuilder &b;
+  Location loc;
+  AttentionGradOp op;
+  RegionInliner regions;
+
+  Value query, key, value, output, gradOutput, lse, delta, dq, dk, dv;
+  /// The shared tiles: the block's own [rows, width + pad] (Q and dO, or
+  /// K and V), the streamed [stages, rows, width + pad] (K and V, or Q and
+  /// dO), and the dQ block's Delta [q-tile] f32.
+  Value ownFirst, ownSecond, streamedFirst, streamedSecond, deltaStage;
+  /// The block's tile, (query or kv) head and batch; the thread.
+  Value block, head, batch, tid;
+
+  /// Delta and dQ of the block's q-tile.
+  void buildQueryGrad();
+  /// dK and dV of the block's kv-tile.
+  void buildKeyValueGrad();
+};
+
+} // namespace mlir::attn::mma
+
+#endif // ATTN_LIB_CONVERSION_ATTENTIONTOMMA_BACKWARDKERNEL_H

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The backward's GPU correctness matrix: attn-run --backward --target=gpu
+# (compiled on the GPU machine for its GPU, checked against the float64
+# backward on the CPU) for f16 and bf16, head dims 16 to 128, causal or
+# not, every built-in mask and score mod, GQA 8:2 and 8:1, odd lengths,
+# and a few long rows. Needs gpu-tools/attn-run.tar.xz from
+# scripts/gpu/pack-attn-run.sh. Runs JOBS (default 8) checks at once;
+# prints each check's summary line; full output in ${OUT:-/tmp}/backward/.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+tar -xJf gpu-tools/attn-run.tar.xz -C /tmp || exit 1
+export LD_LIBRARY_PATH=/tmp/attn-run/lib
+out=${OUT:-/tmp}/backward
+mkdir -p "$out"
+sweep="--batch=1,2 --heads=8:2,8:1 --q-len=1,17,130,257 --kv-len=1,17,130,257"
+{
+  for dtype in f16 bf16; do
+    for d in 16 32 64 128; do
+      echo "--dtype=$dtype --head-dim=$d $sweep"
+      echo "--dtype=$dtype --head-dim=$d --causal $sweep"
+    done
+  done
+  for mask in sliding-window:100 document prefix:20 jagged:0 sasa:16:5 natten:8:16:5; do
+    echo "--dtype=bf16 --mask=$mask $sweep"
+  done
+  echo "--dtype=f16 --mask=document --causal $sweep"
+  for mod in alibi softcap:30 relative checkerboard; do
+    echo "--dtype=f16 --score-mod=$mod $sweep"
+    echo "--dtype=bf16 --score-mod=$mod --causal $sweep"
+  done
+  echo "--dtype=bf16 --head-dim=128 --causal --heads=4:1 --q-len=1000 --kv-len=1000"
+  echo "--dtype=f16 --head-dim=64 --heads=2:1 --q-len=4097 --kv-len=4097"
+  echo "--dtype=bf16 --head-dim=64 --causal --heads=2:2 --q-len=1000,4097 --kv-len=4097"
+  # A NaN score: its row's gradients, and the keys' it reaches, are NaN.
+  sed 's/x16xf32>/x16xbf16>/g' test/Integration/Inputs/nan-score-mod-grad.mlir \
+    > "$out/nan-score-mod-grad-bf16.mlir"
+  echo "$out/nan-score-mod-grad-bf16.mlir"
+} > "$out/cases.txt"
+run() {
+  local name
+  name=$(echo "$*" | tr -c 'A-Za-z0-9.\n-' '_' | cut -c1-120)
+  /tmp/attn-run/bin/attn-run --target=gpu --backward $* > "$out/$name.log" 2>&1
+  local rc=$?
+  echo "[$rc] $* :: $(tail -1 "$out/$name.log")"
+}
+export -f run
+export out
+xargs -P "${JOBS:-8}" -I{} bash -c 'run {}' < "$out/cases.txt" | tee "$out/summary.txt"
+! grep -q '^\[[1-9]' "$out/summary.txt"
