@@ -1,0 +1,87 @@
+// attn-choose-kernel gives each attention_grad an mma_sync kernel (64 x 64
+// tiles, two stages where they fit); attn-attention-grad-to-mma builds its
+// two launches: dQ (with Delta, left in the scratch buffer) per q-tile,
+// then dK and dV per kv-tile.
+// RUN: attn-opt %s --attn-choose-kernel=chip=sm_80 | FileCheck %s --check-prefix=CHOOSE
+// RUN: attn-opt %s --attn-choose-kernel=chip=sm_80 --attn-attention-grad-to-mma | FileCheck %s
+// RUN: attn-opt %s --attn-choose-kernel=chip=sm_86 | FileCheck %s --check-prefix=SM86
+// RUN: not attn-opt %s --attn-choose-kernel=chip=sm_75 2>&1 | FileCheck %s --check-prefix=SM75
+
+// CHOOSE: attn.attention_grad {{.*}} {causal, kernel = #attn.kernel<mma_sync, q_tile = 64, kv_tile = 64>}
+// sm_86 has 99 KB of shared memory per block: D = 128 takes one stage.
+// SM86: kernel = #attn.kernel<mma_sync, q_tile = 64, kv_tile = 64, stages = 1>
+// SM75: error: 'attn.attention_grad' op has no GPU kernel on sm_75: the backward needs sm_80 or newer (attn-lower-to-cpu computes it)
+
+// CHECK-LABEL: func.func @causal_gqa
+// Delta: B * Hq * M words of the scratch buffer.
+// CHECK: %[[B:.*]] = memref.dim %{{.*}}, %c0
+// CHECK: %[[H:.*]] = memref.dim %{{.*}}, %c1
+// CHECK: %[[M:.*]] = memref.dim %{{.*}}, %c2 :
+// CHECK: %[[N:.*]] = memref.dim %{{.*}}, %c2_{{[0-9]+}} : memref<?x2x?x128xbf16>
+// CHECK: %[[BH:.*]] = arith.muli %[[B]], %[[H]]
+// CHECK: %[[WORDS:.*]] = arith.muli %[[BH]], %[[M]]
+// CHECK: %[[DELTA:.*]] = attn.workspace %[[WORDS]] scratch : memref<?xi32>
+// The dQ kernel: a block of 4 warps per q-tile of each (head, batch); Q and
+// dO, then two stages of K and V tiles, then Delta, in shared memory.
+// CHECK: %[[QB:.*]] = arith.ceildivui %[[M]], %c64
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %[[QB]], %{{.*}} = %[[H]], %{{.*}} = %[[B]]) threads({{.*}}) in (%{{.*}} = %c128{{.*}}) dynamic_shared_memory_size %c{{[0-9]+}}_i32
+// CHECK: memref.view {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<2x64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// Delta = rowsum(dO * O), two threads a row.
+// CHECK: vector.fma {{.*}} : vector<8xf32>
+// CHECK: vector.reduction <add>
+// CHECK: gpu.shuffle xor %{{.*}}, %c1_i32
+// CHECK: arith.bitcast %{{.*}} : f32 to i32
+// CHECK: memref.store %{{.*}}, %[[DELTA]]
+// The kv loop: S = Q K^T and dP = dO V^T on mma.sync, P and dS per
+// register (the masks only on steps that need them), dQ += dS K.
+// CHECK: scf.for
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvvm.mma.sync
+// CHECK: scf.if
+// CHECK: arith.cmpi sle
+// CHECK: math.exp2
+// CHECK: } else {
+// CHECK: math.exp2
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK: nvvm.mma.sync
+// dQ, times the scale, stored as bf16 pairs.
+// CHECK: arith.mulf %{{.*}}, %cst{{.*}} : f32
+// CHECK: vector.store %{{.*}} : memref<?x8x?x128xbf16>, vector<2xbf16>
+// CHECK: gpu.terminator
+// The dK/dV kernel: a block per kv-tile of each (kv head, batch), stepping
+// over the q-tiles of the kv head's four query heads.
+// CHECK: %[[KVB:.*]] = arith.ceildivui %[[N]], %c64
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %[[KVB]], %{{.*}} = %{{.*}}, %{{.*}} = %[[B]])
+// CHECK: scf.for
+// L and Delta per column, from the scratch buffer.
+// CHECK: memref.load %[[DELTA]]
+// CHECK: arith.bitcast %{{.*}} : i32 to f32
+// CHECK: nvvm.mma.sync
+// CHECK: math.exp2
+// dV += P^T dO, dK += dS^T Q.
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK: nvvm.mma.sync
+// CHECK: vector.store %{{.*}} : memref<?x2x?x128xbf16>, vector<2xbf16>
+// CHECK: vector.store %{{.*}} : memref<?x2x?x128xbf16>, vector<2xbf16>
+// CHECK: bufferization.to_tensor
+func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
+                      %v: tensor<?x2x?x128xbf16>, %o: tensor<?x8x?x128xbf16>,
+                      %do: tensor<?x8x?x128xbf16>, %lse: tensor<?x8x?xf32>,
+                      %dq: tensor<?x8x?x128xbf16>, %dk: tensor<?x2x?x128xbf16>,
+                      %dv: tensor<?x2x?x128xbf16>)
+    -> (tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>) {
+  %r:3 = attn.attention_grad
+      ins(%q, %k, %v, %o, %do, %lse : tensor<?x8x?x128xbf16>,
+          tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>,
+          tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>)
+      outs(%dq, %dk, %dv : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>,
+           tensor<?x2x?x128xbf16>) {causal}
+      -> tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>
+  return %r#0, %r#1, %r#2
+      : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>
+}

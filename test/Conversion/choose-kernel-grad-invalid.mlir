@@ -1,0 +1,84 @@
+// attn-choose-kernel refuses, naming why, an attention_grad that the
+// backward's mma_sync kernel cannot compute, or whose given kernel the
+// chip cannot run; the verifier refuses a kernel the op cannot run on.
+// RUN: attn-opt %s --split-input-file --attn-choose-kernel=chip=sm_80 --verify-diagnostics
+
+// f32 would need tf32, which misses the f32 tolerance.
+func.func @f32(%q: tensor<?x4x?x64xf32>, %l: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>) {
+  // expected-error @+1 {{cannot run on the mma_sync backward kernel: it needs f16 or bf16 inputs, not 'f32'}}
+  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?xf32>)
+      outs(%q, %q, %q : tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>)
+      -> tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>
+}
+
+// -----
+
+// A warp's dK and dV of D = 256 do not fit the registers.
+func.func @d256(%q: tensor<?x4x?x256xf16>, %l: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>) {
+  // expected-error @+1 {{cannot run on the mma_sync backward kernel: its head dims (256, 256) are not multiples of 16 up to 128}}
+  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?xf32>)
+      outs(%q, %q, %q : tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>)
+      -> tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>
+}
+
+// -----
+
+// dO is an mma operand: it must be of the inputs' type.
+func.func @f32_grad_output(%q: tensor<?x4x?x64xf16>, %do: tensor<?x4x?x64xf32>, %l: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>) {
+  // expected-error @+1 {{its grad_output is an mma operand, so it must be 'f16' as Q is, not 'f32'}}
+  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %do, %l : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf32>, tensor<?x4x?xf32>)
+      outs(%q, %q, %q : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>)
+      -> tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+}
+
+// -----
+
+// The gradients of captured tensors are the CPU pipeline's.
+func.func @wrt(%q: tensor<?x4x?x64xf16>, %l: tensor<?x4x?xf32>, %slopes: tensor<4xf32>, %ds: tensor<4xf32>)
+    -> (tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<4xf32>) {
+  // expected-error @+1 {{it computes no wrt gradients (attn-lower-to-cpu does)}}
+  %r:4 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?xf32>)
+      wrt(%slopes : tensor<4xf32>)
+      outs(%q, %q, %q, %ds : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<4xf32>)
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+        %slope = tensor.extract %slopes[%h] : tensor<4xf32>
+        %y = arith.addf %s, %slope : f32
+        attn.yield %y : f32
+      }
+      -> tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<4xf32>
+  return %r#0, %r#1, %r#2, %r#3 : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<4xf32>
+}
+
+// -----
+
+// Given tiles of 128 x 128 in two stages need more than sm_80's shared
+// memory at D = 128.
+func.func @too_big(%q: tensor<?x4x?x128xf16>, %l: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>) {
+  // expected-error @+1 {{has a backward kernel whose tiles take 209408 bytes of shared memory, more than sm_80's 166912 per block}}
+  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?xf32>)
+      outs(%q, %q, %q : tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>)
+      {kernel = #attn.kernel<mma_sync, q_tile = 128, kv_tile = 128>}
+      -> tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>
+}
+
+// -----
+
+// The backward has one kernel kind.
+func.func @given_wgmma(%q: tensor<?x4x?x64xf16>, %l: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>) {
+  // expected-error @+1 {{has kernel #attn.kernel<wgmma, q_tile = 128, kv_tile = 128>, but the backward has one kernel: mma_sync of one band}}
+  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?xf32>)
+      outs(%q, %q, %q : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>)
+      {kernel = #attn.kernel<wgmma, q_tile = 128, kv_tile = 128>}
+      -> tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+}
