@@ -272,6 +272,64 @@ def attention(q, k, v, scale, causal=False, mask=None, score_mod=None,
     return out.reshape(bsz, hq, m, dv), lse.reshape(bsz, hq, m)
 
 
+def attention_grad(q, k, v, do, scale, causal=False, mask=None,
+                   chunk=CHUNK_ELEMENTS):
+    """(dq, dk, dv) in float64: the gradients of sum(attention(q, k, v) *
+    do) (attention's semantics above, without a score_mod), from the
+    float64 forward of the same inputs (its own output and logsumexp, not
+    a kernel's), in the same chunks of batch-heads and query rows. Under
+    GQA a kv head's dk and dv sum its query heads'. Rows with nothing kept
+    contribute nothing."""
+    x = _ops(q)
+    bsz, hq, m, d = q.shape
+    hkv, n, dv_ = k.shape[1], k.shape[2], v.shape[3]
+    group = hq // hkv
+    dq = x.zeros((bsz * hq, m, d), q)
+    dk = x.zeros((bsz * hq, n, d), q)
+    dv = x.zeros((bsz * hq, n, dv_), q)
+    if min(bsz, hq, m, n) > 0:
+        qf, dof = q.reshape(bsz * hq, m, d), do.reshape(bsz * hq, m, dv_)
+        kf, vf = k.reshape(bsz * hkv, n, d), v.reshape(bsz * hkv, n, dv_)
+        rows = max(1, min(m, chunk // n))
+        heads = max(1, min(bsz * hq, chunk // (rows * n)))
+        positions = x.arange(max(m, n), q)
+        for h0 in range(0, bsz * hq, heads):
+            h1 = min(bsz * hq, h0 + heads)
+            bh = list(range(h0, h1))
+            kvh = [(i // hq) * hkv + (i % hq) // group for i in bh]
+            kc, vc = x.f64(kf[kvh]), x.f64(vf[kvh])
+            flat = x.arange(bsz * hq, q)[h0:h1].reshape(-1, 1, 1)
+            b_idx, h_idx = flat // hq, flat % hq
+            for r0 in range(0, m, rows):
+                r1 = min(m, r0 + rows)
+                qi = positions[r0:r1].reshape(1, -1, 1)
+                ki = positions[:n].reshape(1, 1, -1)
+                qc, doc = x.f64(qf[h0:h1, r0:r1]), x.f64(dof[h0:h1, r0:r1])
+                s = (qc @ x.transpose(kc)) * scale
+                keep = None
+                if causal:
+                    keep = ki <= qi
+                if mask is not None:
+                    kept = mask(b_idx, h_idx, qi, ki)
+                    keep = kept if keep is None else keep & kept
+                if keep is not None:
+                    s = x.where(keep, s, -math.inf)
+                top = x.rowmax(s)
+                p = x.exp(s - x.where(x.isinf(top), 0.0, top))
+                total = x.sum(p, axis=-1, keepdims=True)
+                p = p / x.where(total > 0, total, 1.0)
+                o = p @ vc
+                dp = doc @ x.transpose(vc)
+                delta = x.sum(doc * o, axis=-1, keepdims=True)
+                ds = p * (dp - delta)
+                dq[h0:h1, r0:r1] = (ds @ kc) * scale
+                dk[h0:h1] += (x.transpose(ds) @ qc) * scale
+                dv[h0:h1] += x.transpose(p) @ doc
+    dk = dk.reshape(bsz, hkv, group, n, d).sum(2)
+    dv = dv.reshape(bsz, hkv, group, n, dv_).sum(2)
+    return dq.reshape(bsz, hq, m, d), dk, dv
+
+
 # --- errors and verdicts -----------------------------------------------------
 
 def errors(got, want):
@@ -339,6 +397,16 @@ def verdict(dtype, measured, peer=None, peer_name="the peer"):
             return (f"err {measured['err']:.2e} > {PEER_FACTOR:g}x "
                     f"{peer_name}'s {peer['err']:.2e} + {floor:.1e}")
     return None
+
+
+def grad_verdict(dtype, measured, peer=None, peer_name="the peer"):
+    """verdict's rule for a gradient (dq, dk or dv): every element finite,
+    Frobenius error <= TOLERANCE[dtype] and, with `peer`, <= PEER_FACTOR
+    times the peer's + PEER_FLOOR[dtype]. The worst row is reported but
+    not bounded: a key that a single query sees (the causal diagonal's
+    last) has a gradient of one product, whose relative error is any
+    kernel's rounding of it."""
+    return verdict(dtype, dict(measured, row=0.0), peer, peer_name)
 
 
 def short(value):

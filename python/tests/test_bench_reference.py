@@ -250,3 +250,46 @@ def test_torch_matches_numpy():
                 ref.errors(noisy.double().numpy(), rounded.numpy()))
             assert ref.lse_errors(tlse.float(), tlse) == pytest.approx(
                 ref.lse_errors(tlse.float().double().numpy(), lse))
+
+
+@pytest.mark.parametrize("causal,hq,hkv,chunk", [
+    (False, 2, 2, ref.CHUNK_ELEMENTS), (True, 4, 2, 40), (True, 2, 1, 7)])
+def test_attention_grad_is_the_forward_s_derivative(causal, hq, hkv, chunk):
+    """attention_grad (chunked over rows and heads, GQA sums) against
+    central differences of sum(attention * do), with a mask that empties
+    row 0 (its gradients 0)."""
+    rng = np.random.default_rng(7)
+    m, n, d = 6, 9, 4
+    q = rng.uniform(-1, 1, (1, hq, m, d))
+    k = rng.uniform(-1, 1, (1, hkv, n, d))
+    v = rng.uniform(-1, 1, (1, hkv, n, d))
+    do = rng.uniform(-1, 1, (1, hq, m, d))
+    scale = 0.7
+    mask = lambda b, h, i, j: (i > 0) & ((j % 3) != 1)
+    dq, dk, dv = ref.attention_grad(q, k, v, do, scale, causal=causal,
+                                    mask=mask, chunk=chunk)
+    assert not dq[:, :, 0].any()
+
+    def loss(q_, k_, v_):
+        out, _ = ref.attention(q_, k_, v_, scale, causal=causal, mask=mask)
+        return float((out * do).sum())
+
+    step = 1e-6
+    for grad, which in ((dq, 0), (dk, 1), (dv, 2)):
+        inputs = [q, k, v]
+        numeric = np.zeros_like(grad)
+        for index in np.ndindex(grad.shape):
+            plus = [a.copy() for a in inputs]
+            minus = [a.copy() for a in inputs]
+            plus[which][index] += step
+            minus[which][index] -= step
+            numeric[index] = (loss(*plus) - loss(*minus)) / (2 * step)
+        np.testing.assert_allclose(grad, numeric, atol=1e-7)
+
+
+def test_grad_verdict_bounds_the_norm_not_the_row():
+    ok = {"err": 1e-3, "row": 0.5, "finite": True}
+    assert ref.grad_verdict("bf16", ok) is None
+    assert "err" in ref.grad_verdict("bf16", dict(ok, err=0.1))
+    assert "1.25x" in ref.grad_verdict("f16", ok, {"err": 1e-4})
+    assert ref.grad_verdict("f16", dict(ok, finite=False)) == "NaN or inf"

@@ -5,9 +5,26 @@
 # checkout, and the Python package scripts/gpu/runtime.sh builds.
 # Usage: scripts/gpu/bench.sh [f16|bf16 ...]
 #   or scripts/gpu/bench.sh masks|mask-tiles|warp-specialized|d256|small-d
+#   or scripts/gpu/bench.sh backward [f16|bf16|masks ...]  (the backward's
+#      bundles next to the peers' backward, bench/backward_bench.py)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+# attn.Kernel: the runtime-only Python package scripts/gpu/round.sh builds.
+[ -d build-runtime/python/attn ] || { echo "no build-runtime/python/attn: run scripts/gpu/round.sh first"; exit 1; }
+export PYTHONPATH=$PWD/build-runtime/python${PYTHONPATH:+:$PYTHONPATH}
+if [ "${1:-}" = backward ]; then
+  shift
+  [ $# -gt 0 ] || set -- bf16 f16 masks
+  bundles=()
+  for what in "$@"; do
+    case $what in
+      masks) bundles+=(gpu-bundles/grad-bf16-d{64,128}-{window1024,document512}-bundle.json) ;;
+      *) bundles+=(gpu-bundles/grad-$what-d{64,128}-{full,causal}-bundle.json) ;;
+    esac
+  done
+  PYTHONUNBUFFERED=1 exec python3 bench/backward_bench.py "${bundles[@]}"
+fi
 [ $# -gt 0 ] || set -- bf16 f16
 bundles=()
 for dtype in "$@"; do
@@ -32,7 +49,4 @@ elif [ "$1" = warp-specialized ]; then
   # Each bundle next to the kernel without warp specialization (-wsoff).
   bundles=(gpu-bundles/bench-bf16-d128-{full,causal,window1024-given,document512-given}{,-wsoff}-bundle.json)
 fi
-# attn.Kernel: the runtime-only Python package scripts/gpu/round.sh builds.
-[ -d build-runtime/python/attn ] || { echo "no build-runtime/python/attn: run scripts/gpu/round.sh first"; exit 1; }
-export PYTHONPATH=$PWD/build-runtime/python${PYTHONPATH:+:$PYTHONPATH}
 PYTHONUNBUFFERED=1 python3 bench/bench_peers.py "${bundles[@]}"

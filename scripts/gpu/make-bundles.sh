@@ -135,6 +135,27 @@ if [ "$chip" = sm_90a ]; then
       --dtype=bf16 --head-dim=128 $([ "$mask" = full ] || echo "${mask#*:}")
   done
 fi
+# The backward next to its peers (bench/backward_bench.py,
+# scripts/gpu/bench.sh backward): each bundle holds the forward with its
+# logsumexp, which makes the backward's inputs, and the backward.
+make_grad_bundle() { # name, attn-run variant flags...
+  local name=$1
+  shift
+  { build/bin/attn-run --emit-variant --lse "$@"
+    build/bin/attn-run --emit-variant --backward "$@"; } > "$out/$name.mlir"
+  build/bin/attn-opt "$out/$name.mlir" --attn-lower-to-nvvm="chip=$chip ${options:-}" \
+    --attn-write-kernel-bundle=prefix="$out/$name-" -o /dev/null
+}
+for dtype in f16 bf16; do
+  for d in 64 128; do
+    make_grad_bundle "grad-$dtype-d$d-full" --dtype=$dtype --head-dim=$d
+    make_grad_bundle "grad-$dtype-d$d-causal" --dtype=$dtype --head-dim=$d --causal
+  done
+done
+for d in 64 128; do
+  make_grad_bundle "grad-bf16-d$d-window1024" --dtype=bf16 --head-dim=$d --mask=sliding-window:1024
+  make_grad_bundle "grad-bf16-d$d-document512" --dtype=bf16 --head-dim=$d --mask=document
+done
 # attn.softmax on [rows, N] (dynamic sizes), for bench/softmax_bench.py:
 # the pipeline's defaults, then variants with other attn-softmax-to-gpu
 # options (run before the pipeline, which then finds no softmax left):
