@@ -60,6 +60,11 @@ void addChooseStage(OpPassManager &pm, const NvvmStageOptions &options) {
 }
 
 void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
+  // The backward's block masks are built with the forward's.
+  AttentionGradToMmaOptions grad;
+  grad.boundsChecks = options.pipeline.boundsChecks;
+  grad.blockMasks = options.pipeline.autoBlockMasks;
+  pm.addPass(createAttentionGradToMma(grad));
   BlockMasksToGpuOptions lists;
   lists.boundsChecks = options.pipeline.boundsChecks;
   lists.boundBlocks = options.pipeline.boundBlocks;
@@ -67,9 +72,6 @@ void addTileStage(OpPassManager &pm, const NvvmStageOptions &options) {
   AttentionToMmaOptions mma;
   mma.boundsChecks = options.pipeline.boundsChecks;
   pm.addPass(createAttentionToMma(mma));
-  AttentionGradToMmaOptions grad;
-  grad.boundsChecks = options.pipeline.boundsChecks;
-  pm.addPass(createAttentionGradToMma(grad));
   // The SIMT ops' grid of q-tiles, by the tiles their kernel records.
   TileAttentionOptions tile;
   tile.gpuMapping = true;

@@ -1,11 +1,12 @@
 // attn-choose-kernel gives each attention_grad an mma_sync kernel (64 x 64
 // tiles, two stages where they fit); attn-attention-grad-to-mma builds its
-// two launches: dQ (with Delta, left in the scratch buffer) per q-tile,
-// then dK and dV per kv-tile.
-// RUN: attn-opt %s --attn-choose-kernel=chip=sm_80 | FileCheck %s --check-prefix=CHOOSE
-// RUN: attn-opt %s --attn-choose-kernel=chip=sm_80 --attn-attention-grad-to-mma | FileCheck %s
-// RUN: attn-opt %s --attn-choose-kernel=chip=sm_86 | FileCheck %s --check-prefix=SM86
-// RUN: not attn-opt %s --attn-choose-kernel=chip=sm_75 2>&1 | FileCheck %s --check-prefix=SM75
+// launches: dQ (with Delta, left in the workspace) per q-tile, dK and dV
+// per kv-tile, then one that zeroes Delta's words again. With a mask_mod,
+// the kernels walk the block mask of their tiles.
+// RUN: attn-opt %s --split-input-file --attn-choose-kernel=chip=sm_80 | FileCheck %s --check-prefix=CHOOSE
+// RUN: attn-opt %s --split-input-file --attn-choose-kernel=chip=sm_80 --attn-attention-grad-to-mma | FileCheck %s
+// RUN: attn-opt %s --split-input-file --attn-choose-kernel=chip=sm_86 | FileCheck %s --check-prefix=SM86
+// RUN: not attn-opt %s --split-input-file --attn-choose-kernel=chip=sm_75 2>&1 | FileCheck %s --check-prefix=SM75
 
 // CHOOSE: attn.attention_grad {{.*}} {causal, kernel = #attn.kernel<mma_sync, q_tile = 64, kv_tile = 64>}
 // sm_86 has 99 KB of shared memory per block: D = 128 takes one stage.
@@ -13,14 +14,14 @@
 // SM75: error: 'attn.attention_grad' op has no GPU kernel on sm_75: the backward needs sm_80 or newer (attn-lower-to-cpu computes it)
 
 // CHECK-LABEL: func.func @causal_gqa
-// Delta: B * Hq * M words of the scratch buffer.
+// Delta: B * Hq * M words of the zeroed workspace.
 // CHECK: %[[B:.*]] = memref.dim %{{.*}}, %c0
 // CHECK: %[[H:.*]] = memref.dim %{{.*}}, %c1
 // CHECK: %[[M:.*]] = memref.dim %{{.*}}, %c2 :
 // CHECK: %[[N:.*]] = memref.dim %{{.*}}, %c2_{{[0-9]+}} : memref<?x2x?x128xbf16>
 // CHECK: %[[BH:.*]] = arith.muli %[[B]], %[[H]]
 // CHECK: %[[WORDS:.*]] = arith.muli %[[BH]], %[[M]]
-// CHECK: %[[DELTA:.*]] = attn.workspace %[[WORDS]] scratch : memref<?xi32>
+// CHECK: %[[DELTA:.*]] = attn.workspace %[[WORDS]] : memref<?xi32>
 // The dQ kernel: a block of 4 warps per q-tile of each (head, batch); Q and
 // dO, then two stages of K and V tiles, then Delta, in shared memory.
 // CHECK: %[[QB:.*]] = arith.ceildivui %[[M]], %c64
@@ -68,6 +69,10 @@
 // CHECK: nvvm.mma.sync
 // CHECK: vector.store %{{.*}} : memref<?x2x?x128xbf16>, vector<2xbf16>
 // CHECK: vector.store %{{.*}} : memref<?x2x?x128xbf16>, vector<2xbf16>
+// Delta's words zeroed, 256 a block.
+// CHECK: %[[ZB:.*]] = arith.ceildivui %[[WORDS]], %c256
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %[[ZB]], {{.*}}) threads({{.*}}) in (%{{.*}} = %c256
+// CHECK: memref.store %c0_i32, %[[DELTA]]
 // CHECK: bufferization.to_tensor
 func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
                       %v: tensor<?x2x?x128xbf16>, %o: tensor<?x8x?x128xbf16>,
@@ -84,4 +89,38 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
       -> tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>
   return %r#0, %r#1, %r#2
       : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>
+}
+
+// -----
+
+// A mask_mod (and causal): the block mask of 64 x 64 blocks, both sides
+// read, for attn-block-masks-to-gpu to build; the dQ kernel walks the kv
+// side, the dK/dV kernel the q side.
+// CHECK-LABEL: func.func @windowed
+// CHECK: %[[BM:.*]] = attn.create_block_mask batch(%c1{{.*}}) heads(%c1{{.*}}) q_len(%{{.*}}) kv_len(%{{.*}}) : <q_block = 64, kv_block = 64> mask_mod
+// CHECK: arith.cmpi uge
+// CHECK: arith.andi
+// CHECK-COUNT-8: attn.block_mask_field {{.*}} of %[[BM]]
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+func.func @windowed(%q: tensor<?x4x?x64xf16>, %o: tensor<?x4x?x64xf16>,
+                    %lse: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>) {
+  %r:3 = attn.attention_grad
+      ins(%q, %q, %q, %o, %o, %lse : tensor<?x4x?x64xf16>,
+          tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>,
+          tensor<?x4x?x64xf16>, tensor<?x4x?xf32>)
+      outs(%o, %o, %o : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>,
+           tensor<?x4x?x64xf16>) {causal}
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index):
+        %d = arith.subi %i, %j : index
+        %c100 = arith.constant 100 : index
+        %near = arith.cmpi ule, %d, %c100 : index
+        attn.yield %near : i1
+      }
+      -> tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+  return %r#0, %r#1, %r#2
+      : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
 }

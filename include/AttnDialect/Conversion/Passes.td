@@ -199,11 +199,22 @@ def AttentionGradToMma : Pass<"attn-attention-grad-to-mma"> {
     arithmetic (no mask_mod, inside the problem, wholly below the causal
     diagonal) skip it. dQ and dK are scaled once at the end; rows with
     L = -inf get zero gradients.
+
+    With a mask_mod (and `block-masks`), the op's block mask in blocks of
+    its tiles is built first (`attn.create_block_mask` of the mask_mod and
+    causal, read through `attn.block_mask_field`, for
+    `attn-block-masks-to-gpu` to build on the GPU): the dQ blocks step over
+    the kv-blocks their q-block lists, the dK/dV blocks over the q-blocks
+    their kv-block lists (the transposed lists), full blocks first and
+    without the mask arithmetic; unlisted blocks are never visited.
   }];
   let options = [
     Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"false",
            "guard the regions' reads of captured tensors and their integer "
-           "divisions; a violation prints what and where and traps">
+           "divisions; a violation prints what and where and traps">,
+    Option<"blockMasks", "block-masks", "bool", /*default=*/"true",
+           "skip the blocks a mask_mod removes, by the block mask of its "
+           "tiles">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -215,6 +226,7 @@ def AttentionGradToMma : Pass<"attn-attention-grad-to-mma"> {
     "::mlir::nvgpu::NVGPUDialect",
     "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
     "::mlir::vector::VectorDialect"
   ];
 }

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::attn {
@@ -31,6 +32,9 @@ using namespace mlir::attn;
 using namespace mlir::attn::mma;
 
 namespace {
+
+/// Threads of a block of the launch that zeroes Delta again.
+constexpr int64_t kZeroThreads = 256;
 
 struct AttentionGradToMmaPass
     : attn::impl::AttentionGradToMmaBase<AttentionGradToMmaPass> {
@@ -83,14 +87,64 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
   };
   Value batches = dim(query, 0), heads = dim(query, 1), rows = dim(query, 2);
   Value kvHeads = dim(key, 1), keys = dim(key, 2);
-  // Delta, one f32 per query row, passed from the dQ kernel to the other.
+  // Delta, one f32 per query row, passed from the dQ kernel to the other
+  // in the zeroed workspace (the scratch buffer may hold the block mask's
+  // lists), which a third launch zeroes again.
   Value words = arith::MulIOp::create(
       rewriter, loc, arith::MulIOp::create(rewriter, loc, batches, heads),
       rows);
-  auto deltaOp = WorkspaceOp::create(
+  Value deltaBuffer = WorkspaceOp::create(
       rewriter, loc,
       MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()), words);
-  deltaOp.setScratch(true);
+
+  // With a mask_mod, the block mask of its tiles: the kv side lists the
+  // dQ blocks' steps, the q side the dK/dV blocks'.
+  SmallVector<Value> lists;
+  if (op.hasMaskMod() && blockMasks) {
+    Block &mask = op.getMaskMod().front();
+    Value one = index(1);
+    // A mask_mod that ignores b (or h) is the same for every batch (head).
+    auto extent = [&](Value size, int64_t arg) {
+      return mask.getArgument(arg).use_empty() ? one : size;
+    };
+    auto type = BlockMaskType::get(rewriter.getContext(), qTile, kvTile);
+    auto create = CreateBlockMaskOp::create(
+        rewriter, loc, type, extent(batches, 0), extent(heads, 1), rows, keys);
+    IRMapping mapping;
+    op.getMaskMod().cloneInto(&create.getMaskMod(), mapping);
+    if (op.getCausal()) {
+      // Causal too: blocks wholly above the diagonal are not listed.
+      Block &region = create.getMaskMod().front();
+      auto yield = cast<YieldOp>(region.getTerminator());
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(yield);
+      Value below =
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::uge,
+                                region.getArgument(2), region.getArgument(3));
+      Value keep =
+          arith::AndIOp::create(rewriter, loc, yield.getOperand(0), below);
+      rewriter.modifyOpInPlace(yield,
+                               [&] { yield.getValuesMutable().assign(keep); });
+    }
+    // The lists may be views of the scratch buffer: any strided layout.
+    for (BlockMaskField field :
+         {BlockMaskField::kv_num_blocks, BlockMaskField::kv_indices,
+          BlockMaskField::full_kv_num_blocks, BlockMaskField::full_kv_indices,
+          BlockMaskField::q_num_blocks, BlockMaskField::q_indices,
+          BlockMaskField::full_q_num_blocks, BlockMaskField::full_q_indices}) {
+      int64_t rank = static_cast<int64_t>(field) % 2 ? 4 : 3;
+      SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
+      Value tensor = BlockMaskFieldOp::create(
+          rewriter, loc, RankedTensorType::get(shape, rewriter.getI32Type()),
+          create, field);
+      auto layout = StridedLayoutAttr::get(rewriter.getContext(),
+                                           ShapedType::kDynamic, shape);
+      lists.push_back(bufferization::ToBufferOp::create(
+          rewriter, loc, MemRefType::get(shape, rewriter.getI32Type(), layout),
+          tensor,
+          /*readOnly=*/true));
+    }
+  }
 
   RegionInliner regions(op, boundsChecks ? RegionChecks::DeviceTrap
                                          : RegionChecks::None);
@@ -101,7 +155,7 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
   base.output = output;
   base.gradOutput = gradOutput;
   base.lse = lse;
-  base.delta = deltaOp;
+  base.delta = deltaBuffer;
   base.dq = grads[0];
   base.dk = grads[1];
   base.dv = grads[2];
@@ -148,6 +202,13 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
     kernel.head = launchOp.getBlockIds().y;
     kernel.batch = launchOp.getBlockIds().z;
     kernel.tid = launchOp.getThreadIds().x;
+    if (!lists.empty()) {
+      ArrayRef<Value> side = ArrayRef<Value>(lists).slice(queryGrad ? 0 : 4, 4);
+      kernel.counts = side[0];
+      kernel.indices = side[1];
+      kernel.fullCounts = side[2];
+      kernel.fullIndices = side[3];
+    }
     if (queryGrad)
       kernel.buildQueryGrad();
     else
@@ -160,6 +221,33 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
   launch(kvTile, qTile,
          arith::CeilDivUIOp::create(rewriter, loc, keys, index(kvTile)),
          kvHeads, /*queryGrad=*/false);
+
+  {
+    // Zero the Delta words: kZeroThreads threads a block, a word each.
+    Value one = index(1);
+    Value blocks =
+        arith::CeilDivUIOp::create(rewriter, loc, words, index(kZeroThreads));
+    auto zero = gpu::LaunchOp::create(rewriter, loc, blocks, one, one,
+                                      index(kZeroThreads), one, one);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&zero.getBody().front());
+    Value word = arith::AddIOp::create(
+        rewriter, loc,
+        arith::MulIOp::create(rewriter, loc, zero.getBlockIds().x,
+                              index(kZeroThreads)),
+        zero.getThreadIds().x);
+    auto inside = scf::IfOp::create(
+        rewriter, loc,
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, word,
+                              words));
+    rewriter.setInsertionPointToStart(inside.thenBlock());
+    memref::StoreOp::create(
+        rewriter, loc,
+        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), 0),
+        deltaBuffer, word);
+    rewriter.setInsertionPointToEnd(&zero.getBody().front());
+    gpu::TerminatorOp::create(rewriter, loc);
+  }
 
   SmallVector<Value> results;
   for (auto [buffer, init] : llvm::zip(grads, op.getOutputs()))

@@ -23,6 +23,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <functional>
+#include <optional>
+
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mma;
@@ -69,10 +72,44 @@ private:
                                      bool masked);
   /// gradientAt on every element of (s, dp), with the masks where
   /// `needsMasks` holds; `position(chunk, e)` gives (q, lse, delta, kv).
+  /// Returns P (if `withProbs`) and dS as the A operands of products over
+  /// the columns.
   using Position = std::function<std::array<Value, 4>(int64_t, int64_t)>;
-  std::pair<BandTile, BandTile> gradients(const BandTile &s, const BandTile &dp,
-                                          Value h, Value needsMasks,
-                                          const Position &position);
+  std::pair<SmallVector<Fragment>, SmallVector<Fragment>>
+  gradients(const BandTile &s, const BandTile &dp, Value h, Value needsMasks,
+            bool withProbs, const Position &position);
+
+  /// The streamed tiles a block steps over: how many, the first row of
+  /// step j's tile, whether step j (from `first`) needs the masks, and,
+  /// where they vary, the query head of step j and whether step j does
+  /// anything (steps past a head's list do not).
+  struct Schedule {
+    Value steps;
+    std::function<Value(Value j)> start;
+    std::function<Value(Value j, Value first)> needsMasks;
+    std::function<Value(Value j)> head, active;
+  };
+  /// One line of the block mask's lists (a q-block's kv-blocks, or a
+  /// kv-block's q-blocks) for query head `h`: its full blocks, then its
+  /// partial ones. `start(e)` is the first row of entry e, of `tile` rows.
+  struct ListLine {
+    Value full, total;
+    std::function<Value(Value e)> start;
+  };
+  ListLine readLine(Value h, Value line, int64_t tile);
+  /// Copies step j's streamed tiles from row `first` into `buffer`.
+  using CopyTile = std::function<void(Value j, Value first, Value buffer)>;
+  /// Step j on the tiles in `buffer` (first row `first`): the carried
+  /// accumulators after it.
+  using Step =
+      std::function<SmallVector<Value>(Value j, Value first, Value buffer,
+                                       Value needsMasks, ValueRange carried)>;
+  /// The loop over `schedule`'s steps from `inits`: step j's tiles land
+  /// in buffer j % stages, the next step's copy overlapping this one.
+  /// Ends with every copy landed and every warp past its reads.
+  SmallVector<Value> stepLoop(const Schedule &schedule,
+                              const CopyTile &copyTile, ValueRange inits,
+                              const Step &step);
 
   /// Delta of the block's rows [q0, q0 + q-tile) of head `h`: to the
   /// Delta buffer and to the block's Delta rows.
@@ -85,7 +122,7 @@ private:
   BackwardKernel &k;
   AttentionGradOp op;
   int64_t d, dv, qTile, kvTile, stages;
-  Value m, n, heads, group;
+  Value m, n, queryHeads, group;
   Value lane, warpRow, g, t, t2;
   Value ownRowLane, ownColLane, keyRowLane, keyColLane, valueRowLane,
       valueColLane;
@@ -96,9 +133,9 @@ private:
 void GradBuilder::setUp(int64_t rows) {
   m = memref::DimOp::create(b, loc, k.query, 2);
   n = memref::DimOp::create(b, loc, k.key, 2);
-  heads = memref::DimOp::create(b, loc, k.query, 1);
+  queryHeads = memref::DimOp::create(b, loc, k.query, 1);
   Value kvHeads = memref::DimOp::create(b, loc, k.key, 1);
-  group = arith::DivUIOp::create(b, loc, heads, max(kvHeads, c(1)));
+  group = arith::DivUIOp::create(b, loc, queryHeads, max(kvHeads, c(1)));
   copyThread = k.tid;
   copyThreads = 2 * rows;
   lane = rem(k.tid, 32);
@@ -212,14 +249,18 @@ std::pair<Value, Value> GradBuilder::gradientAt(Value s, Value dp, Value h,
   return {p, ds};
 }
 
-std::pair<BandTile, BandTile> GradBuilder::gradients(const BandTile &s,
-                                                     const BandTile &dp,
-                                                     Value h, Value needsMasks,
-                                                     const Position &position) {
+std::pair<SmallVector<Fragment>, SmallVector<Fragment>>
+GradBuilder::gradients(const BandTile &s, const BandTile &dp, Value h,
+                       Value needsMasks, bool withProbs,
+                       const Position &position) {
   int64_t chunks = s.size();
+  // Each branch yields packed A operands: half the registers of the f32
+  // values across the branch.
+  int64_t words = 2 * chunks;
+  Type word = element.isBF16() ? Type(i32) : VectorType::get({2}, element);
   auto split = scf::IfOp::create(
-      b, loc, TypeRange(SmallVector<Type>(8 * chunks, f32)), needsMasks,
-      /*withElseRegion=*/true);
+      b, loc, TypeRange(SmallVector<Type>((withProbs ? 2 : 1) * words, word)),
+      needsMasks, /*withElseRegion=*/true);
   for (bool masked : {true, false}) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(masked ? split.thenBlock() : split.elseBlock());
@@ -232,13 +273,20 @@ std::pair<BandTile, BandTile> GradBuilder::gradients(const BandTile &s,
         p[chunk].push_back(pe);
         ds[chunk].push_back(dse);
       }
-    SmallVector<Value> yields = flattenTiles({p});
-    yields.append(flattenTiles({ds}));
+    SmallVector<Value> yields;
+    if (withProbs)
+      yields = flattenTiles({BandTile(asOperand(p))});
+    yields.append(flattenTiles({BandTile(asOperand(ds))}));
     scf::YieldOp::create(b, loc, yields);
   }
   ValueRange results = split.getResults();
-  return {tilesOf(results.take_front(4 * chunks), 1, chunks)[0],
-          tilesOf(results.drop_front(4 * chunks), 1, chunks)[0]};
+  auto operands = [&](ValueRange values) {
+    return SmallVector<Fragment>(tilesOf(values, 1, chunks / 2)[0]);
+  };
+  if (!withProbs)
+    return {{}, operands(results)};
+  return {operands(results.take_front(words)),
+          operands(results.drop_front(words))};
 }
 
 void GradBuilder::storeDelta(Value q0, Value h) {
@@ -278,7 +326,7 @@ void GradBuilder::storeDelta(Value q0, Value h) {
   memref::StoreOp::create(b, loc, total, k.deltaStage, ValueRange{row});
   auto inside = scf::IfOp::create(b, loc, less(position, m));
   b.setInsertionPointToStart(inside.thenBlock());
-  Value word = add(mul(add(mul(k.batch, heads), h), m), position);
+  Value word = add(mul(add(mul(k.batch, queryHeads), h), m), position);
   memref::StoreOp::create(b, loc, arith::BitcastOp::create(b, loc, i32, total),
                           k.delta, ValueRange{word});
 }
@@ -309,42 +357,143 @@ void GradBuilder::storeRows(const BandTile &acc, Value dest, Value head,
   }
 }
 
+GradBuilder::ListLine GradBuilder::readLine(Value h, Value line, int64_t tile) {
+  auto dim = [&](Value buffer, int64_t d) -> Value {
+    return memref::DimOp::create(b, loc, buffer, d);
+  };
+  // A block mask of batch (head) extent 1 serves every batch (head).
+  auto broadcast = [&](int64_t d, Value position) -> Value {
+    Value isOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        dim(k.counts, d), c(1));
+    return arith::SelectOp::create(b, loc, isOne, c(0), position);
+  };
+  Value batch = broadcast(0, k.batch), head = broadcast(1, h);
+  Value inLists = less(line, dim(k.counts, 2));
+  Value row = arith::SelectOp::create(b, loc, inLists, line, c(0));
+  Value blocks = dim(k.indices, 3);
+  Value lastIndex = max(sub(blocks, c(1)), c(0));
+  auto load = [this](Value buffer, ValueRange indices) -> Value {
+    return arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        memref::LoadOp::create(b, loc, buffer, indices));
+  };
+  auto count = [&](Value counts) -> Value {
+    Value clipped = max(min(load(counts, {batch, head, row}), blocks), c(0));
+    return arith::SelectOp::create(b, loc, inLists, clipped, c(0));
+  };
+  ListLine listed;
+  listed.full = count(k.fullCounts);
+  listed.total = add(listed.full, count(k.counts));
+  Value full = listed.full;
+  listed.start = [=](Value e) {
+    auto entry = [&](Value indices, Value position) {
+      return load(indices,
+                  {batch, head, row, max(min(position, lastIndex), c(0))});
+    };
+    Value block =
+        arith::SelectOp::create(b, loc, less(e, full), entry(k.fullIndices, e),
+                                entry(k.indices, sub(e, full)));
+    return mul(max(block, c(0)), c(tile));
+  };
+  return listed;
+}
+
+SmallVector<Value> GradBuilder::stepLoop(const Schedule &schedule,
+                                         const CopyTile &copyTile,
+                                         ValueRange inits, const Step &step) {
+  auto copyStep = [&](Value j, Value buffer) {
+    auto inLoop = scf::IfOp::create(b, loc, less(j, schedule.steps));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inLoop.thenBlock());
+    copyTile(j, schedule.start(j), buffer);
+  };
+  copyStep(c(0), c(0));
+  commitGroup();
+  auto loop = scf::ForOp::create(b, loc, c(0), schedule.steps, c(1), inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    Value buffer = stages == 2 ? rem(j, 2) : c(0);
+    // Step j's tiles have landed, and no warp reads the other buffer.
+    waitGroups(0);
+    if (stages == 2) {
+      copyStep(add(j, c(1)), sub(c(1), buffer));
+      commitGroup();
+    }
+    Value first = schedule.start(j);
+    ValueRange carried = loop.getRegionIterArgs();
+    SmallVector<Value> results;
+    if (schedule.active) {
+      auto ifActive =
+          scf::IfOp::create(b, loc, carried.getTypes(), schedule.active(j),
+                            /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard branch(b);
+      b.setInsertionPointToStart(ifActive.thenBlock());
+      scf::YieldOp::create(
+          b, loc,
+          step(j, first, buffer, schedule.needsMasks(j, first), carried));
+      b.setInsertionPointToStart(ifActive.elseBlock());
+      scf::YieldOp::create(b, loc, carried);
+      results.assign(ifActive.getResults().begin(),
+                     ifActive.getResults().end());
+    } else {
+      results = step(j, first, buffer, schedule.needsMasks(j, first), carried);
+    }
+    if (stages == 1) {
+      gpu::BarrierOp::create(b, loc);
+      copyStep(add(j, c(1)), buffer);
+      commitGroup();
+    }
+    scf::YieldOp::create(b, loc, results);
+  }
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  // Every warp is past its last read before the buffers fill again.
+  gpu::BarrierOp::create(b, loc);
+  return SmallVector<Value>(loop.getResults());
+}
+
 void GradBuilder::buildQueryGrad() {
   setUp(qTile);
   Value h = k.head;
   Value kvHead = arith::DivUIOp::create(b, loc, h, group);
   Value q0 = mul(k.block, c(qTile));
-  // Causal rows see keys up to their own position.
-  Value kvEnd = n;
-  if (op.getCausal())
-    kvEnd = min(min(add(q0, c(qTile)), m), n);
-  Value steps = arith::CeilDivUIOp::create(b, loc, kvEnd, c(kvTile));
-  // Steps before `fullSteps` need no masks: keys inside N, below every
-  // row's diagonal. (Rows past M are computed and never stored.)
-  Value fullSteps = c(0);
-  if (!op.hasMaskMod()) {
-    fullSteps = div(n, kvTile);
+  Schedule schedule;
+  if (k.counts) {
+    ListLine listed = readLine(h, k.block, kvTile);
+    schedule.steps = listed.total;
+    schedule.start = listed.start;
+    // A full block that N cuts needs the masks too.
+    schedule.needsMasks = [=](Value j, Value kv0) {
+      return arith::OrIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, j,
+                                listed.full),
+          less(n, add(kv0, c(kvTile))));
+    };
+  } else {
+    // Causal rows see keys up to their own position.
+    Value kvEnd = n;
+    if (op.getCausal())
+      kvEnd = min(min(add(q0, c(qTile)), m), n);
+    schedule.steps = arith::CeilDivUIOp::create(b, loc, kvEnd, c(kvTile));
+    // Steps before `fullSteps` need no masks: keys inside N, below every
+    // row's diagonal. (Rows past M are computed and never stored.)
+    Value fullSteps = div(n, kvTile);
     if (op.getCausal())
       fullSteps = min(fullSteps, div(add(q0, c(1)), kvTile));
+    schedule.start = [=](Value j) { return mul(j, c(kvTile)); };
+    schedule.needsMasks = [=](Value j, Value) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, j,
+                                   fullSteps);
+    };
   }
   copyRows(k.query, k.batch, h, q0, m, qTile, d, k.ownFirst, {});
   copyRows(k.gradOutput, k.batch, h, q0, m, qTile, dv, k.ownSecond, {});
   commitGroup();
-  auto copyStep = [&](Value j, Value buffer) {
-    auto inLoop = scf::IfOp::create(b, loc, less(j, steps));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(inLoop.thenBlock());
-    Value kv0 = mul(j, c(kvTile));
-    copyRows(k.key, k.batch, kvHead, kv0, n, kvTile, d, k.streamedFirst,
-             {buffer});
-    copyRows(k.value, k.batch, kvHead, kv0, n, kvTile, dv, k.streamedSecond,
-             {buffer});
-  };
-  copyStep(c(0), c(0));
-  commitGroup();
   storeDelta(q0, h);
   // Q and dO have landed, and every thread's Delta is in shared memory.
-  waitGroups(1);
+  waitGroups(0);
   SmallVector<Fragment> queryFragments = keptFragments(k.ownFirst, d);
   SmallVector<Fragment> gradFragments = keptFragments(k.ownSecond, dv);
   std::array<Value, 2> rows, lses, deltas;
@@ -358,78 +507,43 @@ void GradBuilder::buildQueryGrad() {
   }
 
   int64_t chunks = d / kChunk;
-  auto loop = scf::ForOp::create(b, loc, c(0), steps, c(1),
-                                 SmallVector<Value>(4 * chunks, f32c(0.0)));
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value j = loop.getInductionVar();
-    BandTile acc = tilesOf(loop.getRegionIterArgs(), 1, chunks)[0];
-    Value buffer = stages == 2 ? rem(j, 2) : c(0);
-    // K_j and V_j have landed, and no warp reads the other buffer.
-    waitGroups(0);
-    if (stages == 2) {
-      copyStep(add(j, c(1)), sub(c(1), buffer));
-      commitGroup();
-    }
-    Value kv0 = mul(j, c(kvTile));
+  auto copyTile = [&](Value, Value kv0, Value buffer) {
+    copyRows(k.key, k.batch, kvHead, kv0, n, kvTile, d, k.streamedFirst,
+             {buffer});
+    copyRows(k.value, k.batch, kvHead, kv0, n, kvTile, dv, k.streamedSecond,
+             {buffer});
+  };
+  auto step = [&](Value, Value kv0, Value buffer, Value needsMasks,
+                  ValueRange carried) {
+    BandTile acc = tilesOf(carried, 1, chunks)[0];
     BandTile s = rowProducts(k.ownFirst, queryFragments, k.streamedFirst,
                              buffer, d, kvTile);
     BandTile dp = rowProducts(k.ownSecond, gradFragments, k.streamedSecond,
                               buffer, dv, kvTile);
-    Value needsMasks =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, j, fullSteps);
-    auto [p,
-          ds] = gradients(s, dp, h, needsMasks, [&](int64_t chunk, int64_t e) {
-      Value kv = add(kv0, add(t2, c(kChunk * chunk + e % 2)));
-      return std::array<Value, 4>{rows[e / 2], lses[e / 2], deltas[e / 2], kv};
-    });
-    (void)p;
-    accumulate(asOperand(ds), k.streamedFirst, buffer, d, acc);
-    if (stages == 1) {
-      gpu::BarrierOp::create(b, loc);
-      copyStep(add(j, c(1)), buffer);
-      commitGroup();
-    }
-    scf::YieldOp::create(b, loc, flattenTiles({acc}));
-  }
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-  storeRows(tilesOf(loop.getResults(), 1, chunks)[0], k.dq, h, q0, m,
-            op.getScaleValue());
+    SmallVector<Fragment> ds =
+        gradients(s, dp, h, needsMasks, /*withProbs=*/false,
+                  [&](int64_t chunk, int64_t e) {
+                    Value kv = add(kv0, add(t2, c(kChunk * chunk + e % 2)));
+                    return std::array<Value, 4>{rows[e / 2], lses[e / 2],
+                                                deltas[e / 2], kv};
+                  })
+            .second;
+    accumulate(ds, k.streamedFirst, buffer, d, acc);
+    return flattenTiles({acc});
+  };
+  SmallVector<Value> results = stepLoop(
+      schedule, copyTile, SmallVector<Value>(4 * chunks, f32c(0.0)), step);
+  storeRows(tilesOf(results, 1, chunks)[0], k.dq, h, q0, m, op.getScaleValue());
 }
 
 void GradBuilder::buildKeyValueGrad() {
   setUp(kvTile);
   Value kvHead = k.head;
   Value kv0 = mul(k.block, c(kvTile));
-  // Causal: rows above the block's first key see none of its keys.
-  Value qFirst = op.getCausal() ? div(kv0, qTile) : c(0);
-  Value qBlocks = arith::CeilDivUIOp::create(b, loc, m, c(qTile));
-  Value perHead = max(sub(qBlocks, qFirst), c(0));
-  Value steps = mul(group, perHead);
-  // Step j: the q-tile's head and first row.
-  auto stepAt = [&](Value j) {
-    Value safe = max(perHead, c(1));
-    Value h = add(mul(kvHead, group), arith::DivUIOp::create(b, loc, j, safe));
-    Value tile = add(qFirst, arith::RemUIOp::create(b, loc, j, safe));
-    return std::make_pair(h, tile);
-  };
   copyRows(k.key, k.batch, kvHead, kv0, n, kvTile, d, k.ownFirst, {});
   copyRows(k.value, k.batch, kvHead, kv0, n, kvTile, dv, k.ownSecond, {});
   commitGroup();
-  auto copyStep = [&](Value j, Value buffer) {
-    auto inLoop = scf::IfOp::create(b, loc, less(j, steps));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(inLoop.thenBlock());
-    auto [h, tile] = stepAt(j);
-    Value q0 = mul(tile, c(qTile));
-    copyRows(k.query, k.batch, h, q0, m, qTile, d, k.streamedFirst, {buffer});
-    copyRows(k.gradOutput, k.batch, h, q0, m, qTile, dv, k.streamedSecond,
-             {buffer});
-  };
-  copyStep(c(0), c(0));
-  commitGroup();
-  waitGroups(1);
+  waitGroups(0);
   SmallVector<Fragment> keyFragments = keptFragments(k.ownFirst, d);
   SmallVector<Fragment> valueFragments = keptFragments(k.ownSecond, dv);
   std::array<Value, 2> keys;
@@ -437,30 +551,92 @@ void GradBuilder::buildKeyValueGrad() {
     keys[r] = add(kv0, add(add(warpRow, g), c(8 * r)));
   Value lastRow = max(sub(m, c(1)), c(0));
 
+  // Every query head of the kv head in turn, perHead steps each (GQA sums
+  // their gradients in the registers).
+  Value firstHead = mul(kvHead, group);
+  Schedule schedule;
+  Value perHead;
+  // A mask_mod that ignores h lists the same blocks for every head: its
+  // line is read once.
+  std::optional<ListLine> shared;
+  if (k.counts && op.getMaskMod().front().getArgument(1).use_empty()) {
+    shared = readLine(firstHead, k.block, qTile);
+    perHead = shared->total;
+  } else if (k.counts) {
+    // The longest of the heads' lists; steps past a head's are idle.
+    auto longest = scf::ForOp::create(b, loc, c(0), group, c(1), c(0));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(longest.getBody());
+      Value total =
+          readLine(add(firstHead, longest.getInductionVar()), k.block, qTile)
+              .total;
+      scf::YieldOp::create(b, loc, max(longest.getRegionIterArgs()[0], total));
+    }
+    perHead = longest.getResult(0);
+  } else {
+    // Causal: rows above the block's first key see none of its keys.
+    Value qBlocks = arith::CeilDivUIOp::create(b, loc, m, c(qTile));
+    perHead = max(sub(qBlocks, op.getCausal() ? div(kv0, qTile) : c(0)), c(0));
+  }
+  Value safe = max(perHead, c(1));
+  schedule.steps = mul(group, perHead);
+  schedule.head = [=](Value j) {
+    return add(firstHead, arith::DivUIOp::create(b, loc, j, safe));
+  };
+  auto entryOf = [=](Value j) {
+    return arith::RemUIOp::create(b, loc, j, safe).getResult();
+  };
+  if (k.counts) {
+    auto lineOf = [=](Value j) {
+      return shared ? *shared : readLine(schedule.head(j), k.block, qTile);
+    };
+    schedule.start = [=](Value j) { return lineOf(j).start(entryOf(j)); };
+    if (!shared)
+      schedule.active = [=](Value j) {
+        return less(entryOf(j), lineOf(j).total);
+      };
+    // A full block that M cuts needs the masks too.
+    schedule.needsMasks = [=](Value j, Value q0) {
+      Value full = lineOf(j).full;
+      return arith::OrIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, entryOf(j),
+                                full),
+          less(m, add(q0, c(qTile))));
+    };
+  } else {
+    Value qFirst = op.getCausal() ? div(kv0, qTile) : c(0);
+    schedule.start = [=](Value j) {
+      return mul(add(qFirst, entryOf(j)), c(qTile));
+    };
+    // Whole q-tiles inside M, on or below the block's last key's diagonal,
+    // need no masks.
+    schedule.needsMasks = [=](Value, Value q0) {
+      Value masked = less(m, add(q0, c(qTile)));
+      if (op.getCausal())
+        masked = arith::OrIOp::create(b, loc, masked,
+                                      less(q0, add(kv0, c(kvTile - 1))));
+      return masked;
+    };
+  }
+  auto copyTile = [&](Value j, Value q0, Value buffer) {
+    Value h = schedule.head(j);
+    copyRows(k.query, k.batch, h, q0, m, qTile, d, k.streamedFirst, {buffer});
+    copyRows(k.gradOutput, k.batch, h, q0, m, qTile, dv, k.streamedSecond,
+             {buffer});
+  };
   int64_t keyChunks = d / kChunk, valueChunks = dv / kChunk;
-  auto loop = scf::ForOp::create(
-      b, loc, c(0), steps, c(1),
-      SmallVector<Value>(4 * (keyChunks + valueChunks), f32c(0.0)));
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value j = loop.getInductionVar();
-    ValueRange carried = loop.getRegionIterArgs();
+  auto step = [&](Value j, Value q0, Value buffer, Value needsMasks,
+                  ValueRange carried) {
+    Value h = schedule.head(j);
     BandTile dkAcc =
         tilesOf(carried.take_front(4 * keyChunks), 1, keyChunks)[0];
     BandTile dvAcc =
         tilesOf(carried.drop_front(4 * keyChunks), 1, valueChunks)[0];
-    Value buffer = stages == 2 ? rem(j, 2) : c(0);
-    waitGroups(0);
-    if (stages == 2) {
-      copyStep(add(j, c(1)), sub(c(1), buffer));
-      commitGroup();
-    }
-    auto [h, tile] = stepAt(j);
-    Value q0 = mul(tile, c(qTile));
     // The columns' logsumexp and Delta, read before the products so that
     // the loads overlap them.
-    Value deltaRow = mul(add(mul(k.batch, heads), h), m);
+    Value deltaRow = mul(add(mul(k.batch, queryHeads), h), m);
     SmallVector<Value> lses, deltas;
     for (int64_t chunk = 0; chunk < qTile / kChunk; ++chunk)
       for (int64_t o = 0; o < 2; ++o) {
@@ -475,36 +651,27 @@ void GradBuilder::buildKeyValueGrad() {
                              d, qTile);
     BandTile dp = rowProducts(k.ownSecond, valueFragments, k.streamedSecond,
                               buffer, dv, qTile);
-    // Whole q-tiles inside M, on or below the block's last key's diagonal,
-    // need no masks.
-    Value needsMasks = less(m, mul(add(tile, c(1)), c(qTile)));
-    if (op.hasMaskMod())
-      needsMasks = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
-    else if (op.getCausal())
-      needsMasks = arith::OrIOp::create(b, loc, needsMasks,
-                                        less(q0, add(kv0, c(kvTile - 1))));
-    auto [p,
-          ds] = gradients(s, dp, h, needsMasks, [&](int64_t chunk, int64_t e) {
-      Value q = add(q0, add(t2, c(kChunk * chunk + e % 2)));
-      int64_t column = 2 * chunk + e % 2;
-      return std::array<Value, 4>{q, lses[column], deltas[column], keys[e / 2]};
-    });
-    accumulate(asOperand(p), k.streamedSecond, buffer, dv, dvAcc);
-    accumulate(asOperand(ds), k.streamedFirst, buffer, d, dkAcc);
-    if (stages == 1) {
-      gpu::BarrierOp::create(b, loc);
-      copyStep(add(j, c(1)), buffer);
-      commitGroup();
-    }
+    auto [p, ds] =
+        gradients(s, dp, h, needsMasks, /*withProbs=*/true,
+                  [&](int64_t chunk, int64_t e) {
+                    Value q = add(q0, add(t2, c(kChunk * chunk + e % 2)));
+                    int64_t column = 2 * chunk + e % 2;
+                    return std::array<Value, 4>{q, lses[column], deltas[column],
+                                                keys[e / 2]};
+                  });
+    accumulate(p, k.streamedSecond, buffer, dv, dvAcc);
+    accumulate(ds, k.streamedFirst, buffer, d, dkAcc);
     SmallVector<Value> yields = flattenTiles({dkAcc});
     yields.append(flattenTiles({dvAcc}));
-    scf::YieldOp::create(b, loc, yields);
-  }
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-  ValueRange results = loop.getResults();
-  storeRows(tilesOf(results.take_front(4 * keyChunks), 1, keyChunks)[0], k.dk,
+    return yields;
+  };
+  SmallVector<Value> results = stepLoop(
+      schedule, copyTile,
+      SmallVector<Value>(4 * (keyChunks + valueChunks), f32c(0.0)), step);
+  ArrayRef<Value> grads(results);
+  storeRows(tilesOf(grads.take_front(4 * keyChunks), 1, keyChunks)[0], k.dk,
             kvHead, kv0, n, op.getScaleValue());
-  storeRows(tilesOf(results.drop_front(4 * keyChunks), 1, valueChunks)[0], k.dv,
+  storeRows(tilesOf(grads.drop_front(4 * keyChunks), 1, valueChunks)[0], k.dv,
             kvHead, kv0, n, 1.0);
 }
 

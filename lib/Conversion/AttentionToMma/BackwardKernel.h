@@ -24,7 +24,7 @@ namespace mlir::attn::mma {
 
 /// Builds a backward kernel's body inside its gpu.launch. The memrefs are
 /// the op's operands as buffers; `delta` is an i32 buffer of B * Hq * M
-/// words that holds Delta's f32 bits.
+/// words (the zeroed workspace) that holds Delta's f32 bits.
 struct BackwardKernel {
   OpBuilder &b;
   Location loc;
@@ -38,6 +38,13 @@ struct BackwardKernel {
   Value ownFirst, ownSecond, streamedFirst, streamedSecond, deltaStage;
   /// The block's tile, (query or kv) head and batch; the thread.
   Value block, head, batch, tid;
+  /// The block mask's lists of the block's side, when the op has a
+  /// mask_mod (null otherwise): i32 counts [B', H', lines] and indices
+  /// [B', H', lines, blocks] of the partial and the full blocks, in blocks
+  /// of the tiles; the kv side (the kv-blocks of each q-block) for the dQ
+  /// kernel, the q side for the dK/dV kernel. B' and H' are 1 where the
+  /// mask_mod ignores b or h.
+  Value counts, indices, fullCounts, fullIndices;
 
   /// Delta and dQ of the block's q-tile.
   void buildQueryGrad();
