@@ -412,3 +412,33 @@ def test_a_wrt_gradient_of_another_shape_is_refused_before_running():
     with pytest.raises(ValueError, match="wrt tensor's dims"):
         kernel(q, k, v, out, do, lse, *grads, np.zeros(4, np.float32),
                np.zeros((4, 7), np.float32), gain, bias)
+
+
+@needs_compiler
+@pytest.mark.parametrize("mask,launches", [(None, 3), ("document", 4)])
+def test_compile_gpu_writes_the_backward_kernels(tmp_path, mask, launches):
+    """The GPU backward's bundle: dQ, dK/dV and the launch that zeroes
+    Delta again, after the block mask's build where there is a mask_mod;
+    its arguments are the builder's."""
+    module = attn.attention_grad("bf16", head_dim=64, causal=True, mask=mask,
+                                 heads=(8, 2))
+    kernel = attn.compile_gpu(module, "sm_80", str(tmp_path))
+    assert kernel.function == "attention_grad"
+    assert len(kernel.launches) == launches
+    names = [name for name, _, _ in
+             attn._runtime.Bundle(str(tmp_path / "bundle.json")).args(
+                 "attention_grad")]
+    assert len(names) == len(kernel.arg_types) == 9 + (mask == "document")
+
+
+@needs_compiler
+@pytest.mark.parametrize("kwargs,message", [
+    ({"dtype": "f32"}, "needs f16 or bf16 inputs"),
+    ({"dtype": "bf16", "head_dim": 256}, "not multiples of 16 up to 128"),
+    ({"dtype": "f16", "score_mod": "alibi", "capture_grads": True},
+     "computes no wrt gradients"),
+])
+def test_compile_gpu_refuses_what_the_backward_kernel_cannot_run(kwargs,
+                                                                  message):
+    with pytest.raises(RuntimeError, match=message):
+        attn.compile_gpu(attn.attention_grad(**kwargs), "sm_90a")

@@ -102,8 +102,9 @@ def attention_grad(dtype="f32", head_dim=64, value_dim=None, causal=False,
     as q, k and v) receive the gradients (docs/Backward.md). With
     `capture_grads` (score_mod='alibi' only), dslopes, a float32 array
     shaped as the slopes, receives the gradient of the slopes (learnt
-    ALiBi). It compiles for the CPU (compile_cpu); it has no GPU kernel
-    yet.
+    ALiBi). It compiles for the CPU (compile_cpu) and, for f16 and bf16
+    with head dims up to 128 and without `capture_grads`, for the GPU
+    (compile_gpu: the mma.sync backward kernels, sm_80 and newer).
     """
     capture_grads = _check_bool("capture_grads", capture_grads)
     return Module.parse(_variant_source(
