@@ -7,6 +7,7 @@
 // RUN: attn-opt %s --split-input-file --attn-choose-kernel=chip=sm_80 --attn-attention-grad-to-mma | FileCheck %s
 // RUN: attn-opt %s --split-input-file --attn-choose-kernel=chip=sm_86 | FileCheck %s --check-prefix=SM86
 // RUN: not attn-opt %s --split-input-file --attn-choose-kernel=chip=sm_75 2>&1 | FileCheck %s --check-prefix=SM75
+// RUN: attn-opt %s --split-input-file --attn-choose-kernel=chip=sm_80 --attn-attention-grad-to-mma=block-masks=false --canonicalize | FileCheck %s --check-prefix=NOLISTS
 
 // CHOOSE: attn.attention_grad {{.*}} {causal, kernel = #attn.kernel<mma_sync, q_tile = 64, kv_tile = 64>}
 // sm_86 has 99 KB of shared memory per block: D = 128 takes one stage.
@@ -119,6 +120,37 @@ func.func @windowed(%q: tensor<?x4x?x64xf16>, %o: tensor<?x4x?x64xf16>,
         %c100 = arith.constant 100 : index
         %near = arith.cmpi ule, %d, %c100 : index
         attn.yield %near : i1
+      }
+      -> tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+  return %r#0, %r#1, %r#2
+      : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+}
+
+// -----
+
+// Without its block lists (block-masks=false), a mask_mod is evaluated on
+// every step of both kernels: no step is taken as unmasked.
+// NOLISTS-LABEL: func.func @prefix_no_lists
+// NOLISTS-NOT: attn.create_block_mask
+// NOLISTS: gpu.launch
+// NOLISTS-NOT: } else {
+// NOLISTS: return
+func.func @prefix_no_lists(%q: tensor<?x4x?x64xf16>, %o: tensor<?x4x?x64xf16>,
+                           %lse: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>) {
+  %r:3 = attn.attention_grad
+      ins(%q, %q, %q, %o, %o, %lse : tensor<?x4x?x64xf16>,
+          tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>,
+          tensor<?x4x?x64xf16>, tensor<?x4x?xf32>)
+      outs(%o, %o, %o : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>,
+           tensor<?x4x?x64xf16>)
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index):
+        %c20 = arith.constant 20 : index
+        %prefix = arith.cmpi ule, %j, %c20 : index
+        %below = arith.cmpi ule, %j, %i : index
+        %keep = arith.ori %prefix, %below : i1
+        attn.yield %keep : i1
       }
       -> tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
   return %r#0, %r#1, %r#2

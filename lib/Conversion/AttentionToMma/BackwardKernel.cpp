@@ -91,12 +91,14 @@ private:
   };
   /// One line of the block mask's lists (a q-block's kv-blocks, or a
   /// kv-block's q-blocks) for query head `h`: its full blocks, then its
-  /// partial ones. `start(e)` is the first row of entry e, of `tile` rows.
+  /// partial ones. `start(e)` is the first row of entry e, of `tile` rows;
+  /// a negative index becomes the first block past `limit` rows, which
+  /// copies nothing and whose rows the masks drop.
   struct ListLine {
     Value full, total;
     std::function<Value(Value e)> start;
   };
-  ListLine readLine(Value h, Value line, int64_t tile);
+  ListLine readLine(Value h, Value line, int64_t tile, Value limit);
   /// Copies step j's streamed tiles from row `first` into `buffer`.
   using CopyTile = std::function<void(Value j, Value first, Value buffer)>;
   /// Step j on the tiles in `buffer` (first row `first`): the carried
@@ -357,7 +359,8 @@ void GradBuilder::storeRows(const BandTile &acc, Value dest, Value head,
   }
 }
 
-GradBuilder::ListLine GradBuilder::readLine(Value h, Value line, int64_t tile) {
+GradBuilder::ListLine GradBuilder::readLine(Value h, Value line, int64_t tile,
+                                            Value limit) {
   auto dim = [&](Value buffer, int64_t d) -> Value {
     return memref::DimOp::create(b, loc, buffer, d);
   };
@@ -393,7 +396,9 @@ GradBuilder::ListLine GradBuilder::readLine(Value h, Value line, int64_t tile) {
     Value block =
         arith::SelectOp::create(b, loc, less(e, full), entry(k.fullIndices, e),
                                 entry(k.indices, sub(e, full)));
-    return mul(max(block, c(0)), c(tile));
+    Value pastEnd = arith::CeilDivUIOp::create(b, loc, limit, c(tile));
+    block = arith::SelectOp::create(b, loc, less(block, c(0)), pastEnd, block);
+    return mul(block, c(tile));
   };
   return listed;
 }
@@ -460,7 +465,7 @@ void GradBuilder::buildQueryGrad() {
   Value q0 = mul(k.block, c(qTile));
   Schedule schedule;
   if (k.counts) {
-    ListLine listed = readLine(h, k.block, kvTile);
+    ListLine listed = readLine(h, k.block, kvTile, n);
     schedule.steps = listed.total;
     schedule.start = listed.start;
     // A full block that N cuts needs the masks too.
@@ -478,12 +483,15 @@ void GradBuilder::buildQueryGrad() {
       kvEnd = min(min(add(q0, c(qTile)), m), n);
     schedule.steps = arith::CeilDivUIOp::create(b, loc, kvEnd, c(kvTile));
     // Steps before `fullSteps` need no masks: keys inside N, below every
-    // row's diagonal. (Rows past M are computed and never stored.)
+    // row's diagonal. (Rows past M are computed and never stored.) A
+    // mask_mod without its block lists applies on every step.
     Value fullSteps = div(n, kvTile);
     if (op.getCausal())
       fullSteps = min(fullSteps, div(add(q0, c(1)), kvTile));
     schedule.start = [=](Value j) { return mul(j, c(kvTile)); };
-    schedule.needsMasks = [=](Value j, Value) {
+    schedule.needsMasks = [=](Value j, Value) -> Value {
+      if (op.hasMaskMod())
+        return arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
       return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, j,
                                    fullSteps);
     };
@@ -560,7 +568,7 @@ void GradBuilder::buildKeyValueGrad() {
   // line is read once.
   std::optional<ListLine> shared;
   if (k.counts && op.getMaskMod().front().getArgument(1).use_empty()) {
-    shared = readLine(firstHead, k.block, qTile);
+    shared = readLine(firstHead, k.block, qTile, m);
     perHead = shared->total;
   } else if (k.counts) {
     // The longest of the heads' lists; steps past a head's are idle.
@@ -569,7 +577,7 @@ void GradBuilder::buildKeyValueGrad() {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(longest.getBody());
       Value total =
-          readLine(add(firstHead, longest.getInductionVar()), k.block, qTile)
+          readLine(add(firstHead, longest.getInductionVar()), k.block, qTile, m)
               .total;
       scf::YieldOp::create(b, loc, max(longest.getRegionIterArgs()[0], total));
     }
@@ -589,7 +597,7 @@ void GradBuilder::buildKeyValueGrad() {
   };
   if (k.counts) {
     auto lineOf = [=](Value j) {
-      return shared ? *shared : readLine(schedule.head(j), k.block, qTile);
+      return shared ? *shared : readLine(schedule.head(j), k.block, qTile, m);
     };
     schedule.start = [=](Value j) { return lineOf(j).start(entryOf(j)); };
     if (!shared)
@@ -611,8 +619,11 @@ void GradBuilder::buildKeyValueGrad() {
       return mul(add(qFirst, entryOf(j)), c(qTile));
     };
     // Whole q-tiles inside M, on or below the block's last key's diagonal,
-    // need no masks.
-    schedule.needsMasks = [=](Value, Value q0) {
+    // need no masks. A mask_mod without its block lists applies on every
+    // step.
+    schedule.needsMasks = [=](Value, Value q0) -> Value {
+      if (op.hasMaskMod())
+        return arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
       Value masked = less(m, add(q0, c(qTile)));
       if (op.getCausal())
         masked = arith::OrIOp::create(b, loc, masked,
