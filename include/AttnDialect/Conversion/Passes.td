@@ -172,15 +172,15 @@ def AttentionGradToMma : Pass<"attn-attention-grad-to-mma"> {
                 "tensor cores";
   let description = [{
     Replaces each `attn.attention_grad` whose `kernel` (set by
-    `attn-choose-kernel`) is `mma_sync` by two `gpu.launch`es on the op's
+    `attn-choose-kernel`) is `mma_sync` by three `gpu.launch`es on the op's
     buffers, FlashAttention-2's backward split so that every gradient is
     summed in one block's registers, in a fixed order, with no atomics: two
     runs give the same bits.
 
     - The dQ kernel, grid (ceil(M / q-tile), Hq, B), q-tile / 16 warps of
       16 rows each: Delta = rowsum(dO * O) of the block's rows (two threads
-      a row), kept in shared memory and left in an `attn.workspace scratch`
-      of B * Hq * M words for the other kernel; then for each kv-tile (up
+      a row), kept in shared memory and left in B * Hq * M words of the
+      zeroed `attn.workspace` for the other kernel; then for each kv-tile (up
       to the diagonal when causal) S = Q K^T and dP = dO V^T, P =
       exp(score_mod(scale S) - L) and dS = P (dP - Delta) d score_mod / ds
       at each register's (b, h, q, kv), and dQ += dS K.
@@ -189,6 +189,8 @@ def AttentionGradToMma : Pass<"attn-attention-grad-to-mma"> {
       q-tile from the diagonal on when causal, S^T = K Q^T and
       dP^T = V dO^T, P^T and dS^T as above with L and Delta read per
       column, dV += P^T dO and dK += dS^T Q.
+    - A launch that zeroes Delta's words again, as the workspace must be
+      left.
 
     The streamed tiles (K and V, or Q and dO) land through 16-byte
     `cp.async` in `stages` buffers (two: the next tile's copy overlaps this
