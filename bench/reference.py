@@ -211,24 +211,19 @@ def mask_mod(spec, doc=None):
 
 # --- attention ---------------------------------------------------------------
 
-def attention(q, k, v, scale, causal=False, mask=None, score_mod=None,
-              chunk=CHUNK_ELEMENTS):
-    """(out, lse) in float64 of attention on q [B, Hq, M, D], k [B, Hkv, N,
-    D], v [B, Hkv, N, Dv] (Hq a multiple of Hkv: query head h reads kv head
-    h // (Hq / Hkv)), computed on q's device in chunks of batch-heads and
-    query rows of at most `chunk` score elements, so that N = 16384 fits.
-    The score is q . k * scale, then score_mod(s, b, h, q, kv) where given;
-    causal keeps kv <= q, mask(b, h, q, kv) (FlexAttention's mask_mod, see
-    mask_mod) what it is true on. A row with nothing kept is 0 and its lse
-    -inf; lse is the natural-log logsumexp of the row's scores."""
+def _score_chunks(q, k, v, scale, causal, mask, score_mod, chunk):
+    """The masked float64 scores of attention's semantics (see attention),
+    chunk by chunk of batch-heads [h0, h1) and query rows [r0, r1) of at
+    most `chunk` score elements: yields (h0, h1, r0, r1, kc, vc, s), kc and
+    vc the chunk's heads' K and V (float64, [h1 - h0, N, D]) and s their
+    scores against keys 0..top-1 (causal rows read up to r1 - 1 only),
+    -inf where masked. Nothing for empty problems."""
     x = _ops(q)
     bsz, hq, m, d = q.shape
     hkv, n, dv = k.shape[1], k.shape[2], v.shape[3]
-    group = hq // hkv
-    out = x.zeros((bsz * hq, m, dv), q)
-    lse = x.full((bsz * hq, m), -math.inf, q)
     if min(bsz, hq, m) == 0 or n == 0:
-        return out.reshape(bsz, hq, m, dv), lse.reshape(bsz, hq, m)
+        return
+    group = hq // hkv
     qf = q.reshape(bsz * hq, m, d)
     kf, vf = k.reshape(bsz * hkv, n, d), v.reshape(bsz * hkv, n, dv)
     rows = max(1, min(m, chunk // n))
@@ -245,8 +240,6 @@ def attention(q, k, v, scale, causal=False, mask=None, score_mod=None,
             r1 = min(m, r0 + rows)
             # Causal rows r0..r1-1 read keys 0..r1-1 only.
             top = min(n, r1) if causal else n
-            if top == 0:
-                continue
             qi = positions[r0:r1].reshape(1, -1, 1)
             ki = positions[:top].reshape(1, 1, -1)
             s = (x.f64(qf[h0:h1, r0:r1]) @ x.transpose(kc[:, :top])) * scale
@@ -260,15 +253,41 @@ def attention(q, k, v, scale, causal=False, mask=None, score_mod=None,
                 keep = kept if keep is None else keep & kept
             if keep is not None:
                 s = x.where(keep, s, -math.inf)
-            top_score = x.rowmax(s)
-            safe = x.where(x.isinf(top_score), 0.0, top_score)
-            p = x.exp(s - safe)
-            total = x.sum(p, axis=-1, keepdims=True)
-            some = total > 0
-            divisor = x.where(some, total, 1.0)
-            out[h0:h1, r0:r1] = (p @ vc[:, :top]) / divisor
-            lse[h0:h1, r0:r1] = x.where(some, safe + x.log(divisor),
-                                        -math.inf)[..., 0]
+            yield h0, h1, r0, r1, kc, vc, s
+
+
+def _probabilities(x, s):
+    """(p, total, top): the rows' exp(s - top) with top their max (0 for a
+    row with nothing kept) and their sums."""
+    top = x.rowmax(s)
+    safe = x.where(x.isinf(top), 0.0, top)
+    p = x.exp(s - safe)
+    return p, x.sum(p, axis=-1, keepdims=True), safe
+
+
+def attention(q, k, v, scale, causal=False, mask=None, score_mod=None,
+              chunk=CHUNK_ELEMENTS):
+    """(out, lse) in float64 of attention on q [B, Hq, M, D], k [B, Hkv, N,
+    D], v [B, Hkv, N, Dv] (Hq a multiple of Hkv: query head h reads kv head
+    h // (Hq / Hkv)), computed on q's device in chunks of batch-heads and
+    query rows of at most `chunk` score elements, so that N = 16384 fits.
+    The score is q . k * scale, then score_mod(s, b, h, q, kv) where given;
+    causal keeps kv <= q, mask(b, h, q, kv) (FlexAttention's mask_mod, see
+    mask_mod) what it is true on. A row with nothing kept is 0 and its lse
+    -inf; lse is the natural-log logsumexp of the row's scores."""
+    x = _ops(q)
+    bsz, hq, m, _ = q.shape
+    dv = v.shape[3]
+    out = x.zeros((bsz * hq, m, dv), q)
+    lse = x.full((bsz * hq, m), -math.inf, q)
+    for h0, h1, r0, r1, _, vc, s in _score_chunks(q, k, v, scale, causal,
+                                                  mask, score_mod, chunk):
+        p, total, safe = _probabilities(x, s)
+        some = total > 0
+        divisor = x.where(some, total, 1.0)
+        out[h0:h1, r0:r1] = (p @ vc[:, :s.shape[-1]]) / divisor
+        lse[h0:h1, r0:r1] = x.where(some, safe + x.log(divisor),
+                                    -math.inf)[..., 0]
     return out.reshape(bsz, hq, m, dv), lse.reshape(bsz, hq, m)
 
 
@@ -283,48 +302,25 @@ def attention_grad(q, k, v, do, scale, causal=False, mask=None,
     x = _ops(q)
     bsz, hq, m, d = q.shape
     hkv, n, dv_ = k.shape[1], k.shape[2], v.shape[3]
-    group = hq // hkv
     dq = x.zeros((bsz * hq, m, d), q)
     dk = x.zeros((bsz * hq, n, d), q)
     dv = x.zeros((bsz * hq, n, dv_), q)
-    if min(bsz, hq, m, n) > 0:
-        qf, dof = q.reshape(bsz * hq, m, d), do.reshape(bsz * hq, m, dv_)
-        kf, vf = k.reshape(bsz * hkv, n, d), v.reshape(bsz * hkv, n, dv_)
-        rows = max(1, min(m, chunk // n))
-        heads = max(1, min(bsz * hq, chunk // (rows * n)))
-        positions = x.arange(max(m, n), q)
-        for h0 in range(0, bsz * hq, heads):
-            h1 = min(bsz * hq, h0 + heads)
-            bh = list(range(h0, h1))
-            kvh = [(i // hq) * hkv + (i % hq) // group for i in bh]
-            kc, vc = x.f64(kf[kvh]), x.f64(vf[kvh])
-            flat = x.arange(bsz * hq, q)[h0:h1].reshape(-1, 1, 1)
-            b_idx, h_idx = flat // hq, flat % hq
-            for r0 in range(0, m, rows):
-                r1 = min(m, r0 + rows)
-                qi = positions[r0:r1].reshape(1, -1, 1)
-                ki = positions[:n].reshape(1, 1, -1)
-                qc, doc = x.f64(qf[h0:h1, r0:r1]), x.f64(dof[h0:h1, r0:r1])
-                s = (qc @ x.transpose(kc)) * scale
-                keep = None
-                if causal:
-                    keep = ki <= qi
-                if mask is not None:
-                    kept = mask(b_idx, h_idx, qi, ki)
-                    keep = kept if keep is None else keep & kept
-                if keep is not None:
-                    s = x.where(keep, s, -math.inf)
-                top = x.rowmax(s)
-                p = x.exp(s - x.where(x.isinf(top), 0.0, top))
-                total = x.sum(p, axis=-1, keepdims=True)
-                p = p / x.where(total > 0, total, 1.0)
-                o = p @ vc
-                dp = doc @ x.transpose(vc)
-                delta = x.sum(doc * o, axis=-1, keepdims=True)
-                ds = p * (dp - delta)
-                dq[h0:h1, r0:r1] = (ds @ kc) * scale
-                dk[h0:h1] += (x.transpose(ds) @ qc) * scale
-                dv[h0:h1] += x.transpose(p) @ doc
+    qf, dof = q.reshape(bsz * hq, m, d), do.reshape(bsz * hq, m, dv_)
+    for h0, h1, r0, r1, kc, vc, s in _score_chunks(q, k, v, scale, causal,
+                                                   mask, None, chunk):
+        top = s.shape[-1]
+        kc, vc = kc[:, :top], vc[:, :top]
+        qc, doc = x.f64(qf[h0:h1, r0:r1]), x.f64(dof[h0:h1, r0:r1])
+        p, total, _ = _probabilities(x, s)
+        p = p / x.where(total > 0, total, 1.0)
+        o = p @ vc
+        dp = doc @ x.transpose(vc)
+        delta = x.sum(doc * o, axis=-1, keepdims=True)
+        ds = p * (dp - delta)
+        dq[h0:h1, r0:r1] = (ds @ kc) * scale
+        dk[h0:h1, :top] += (x.transpose(ds) @ qc) * scale
+        dv[h0:h1, :top] += x.transpose(p) @ doc
+    group = hq // max(hkv, 1)
     dk = dk.reshape(bsz, hkv, group, n, d).sum(2)
     dv = dv.reshape(bsz, hkv, group, n, dv_).sum(2)
     return dq.reshape(bsz, hq, m, d), dk, dv

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttnDialect/Transforms/DeriveBlockMasks.h"
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/Passes.h"
 
@@ -52,40 +53,50 @@ struct DeriveBlockMasksPass
   void derive(RewriterBase &rewriter, AttentionOp op) {
     Location loc = op.getLoc();
     rewriter.setInsertionPoint(op);
-    Block &mask = op.getMaskMod().front();
-    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    // A mask_mod that ignores b (or h) is the same for every batch (head).
-    auto extent = [&](Value tensor, int64_t dim, int64_t arg) -> Value {
-      if (mask.getArgument(arg).use_empty())
-        return one;
-      return tensor::DimOp::create(rewriter, loc, tensor, dim);
-    };
-    Value batch = extent(op.getQuery(), 0, 0);
-    Value heads = extent(op.getQuery(), 1, 1);
-    Value qLen = tensor::DimOp::create(rewriter, loc, op.getQuery(), 2);
-    Value kvLen = tensor::DimOp::create(rewriter, loc, op.getKey(), 2);
-    auto type = BlockMaskType::get(&getContext(), qBlock, kvBlock);
-    auto create = CreateBlockMaskOp::create(rewriter, loc, type, batch, heads,
-                                            qLen, kvLen);
-    IRMapping mapping;
-    op.getMaskMod().cloneInto(&create.getMaskMod(), mapping);
-    if (op.getCausal()) {
-      // Causal too: blocks wholly above the diagonal are not listed.
-      Block &region = create.getMaskMod().front();
-      auto yield = cast<YieldOp>(region.getTerminator());
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPoint(yield);
-      Value below =
-          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::uge,
-                                region.getArgument(2), region.getArgument(3));
-      Value keep =
-          arith::AndIOp::create(rewriter, loc, yield.getOperand(0), below);
-      rewriter.modifyOpInPlace(yield,
-                               [&] { yield.getValuesMutable().assign(keep); });
-    }
+    auto create = deriveBlockMask(
+        rewriter, loc, op.getMaskMod(), op.getCausal(),
+        BlockMaskType::get(&getContext(), qBlock, kvBlock),
+        [&](int64_t i) -> Value {
+          return i < 3 ? tensor::DimOp::create(rewriter, loc, op.getQuery(), i)
+                       : tensor::DimOp::create(rewriter, loc, op.getKey(), 2);
+        });
     rewriter.modifyOpInPlace(
         op, [&] { op.getBlockMaskMutable().assign(create.getResult()); });
   }
 };
 
 } // namespace
+
+CreateBlockMaskOp
+mlir::attn::deriveBlockMask(RewriterBase &rewriter, Location loc,
+                            Region &maskMod, bool causal, BlockMaskType type,
+                            function_ref<Value(int64_t)> size) {
+  Block &mask = maskMod.front();
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  auto extent = [&](int64_t i) -> Value {
+    return mask.getArgument(i).use_empty() ? one : size(i);
+  };
+  // One op built per statement, for a compiler-independent order.
+  Value batch = extent(0);
+  Value heads = extent(1);
+  Value qLen = size(2);
+  Value kvLen = size(3);
+  auto create =
+      CreateBlockMaskOp::create(rewriter, loc, type, batch, heads, qLen, kvLen);
+  IRMapping mapping;
+  maskMod.cloneInto(&create.getMaskMod(), mapping);
+  if (!causal)
+    return create;
+  // Causal too: blocks wholly above the diagonal are not listed.
+  Block &region = create.getMaskMod().front();
+  auto yield = cast<YieldOp>(region.getTerminator());
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(yield);
+  Value below =
+      arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::uge,
+                            region.getArgument(2), region.getArgument(3));
+  Value keep = arith::AndIOp::create(rewriter, loc, yield.getOperand(0), below);
+  rewriter.modifyOpInPlace(yield,
+                           [&] { yield.getValuesMutable().assign(keep); });
+  return create;
+}

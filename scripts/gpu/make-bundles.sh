@@ -9,12 +9,15 @@ cd "$(dirname "$0")/../.."
 chip=${1:-sm_90a}
 out=gpu-bundles
 rm -rf "$out" && mkdir -p "$out"
-make_bundle() { # name, attn-run variant flags... ($options: more pipeline options)
+compile_bundle() { # name: $out/name.mlir to its bundle ($options: more pipeline options)
+  build/bin/attn-opt "$out/$1.mlir" --attn-lower-to-nvvm="chip=$chip ${options:-}" \
+    --attn-write-kernel-bundle=prefix="$out/$1-" -o /dev/null
+}
+make_bundle() { # name, attn-run variant flags...
   local name=$1
   shift
   build/bin/attn-run --emit-variant "$@" > "$out/$name.mlir"
-  build/bin/attn-opt "$out/$name.mlir" --attn-lower-to-nvvm="chip=$chip ${options:-}" \
-    --attn-write-kernel-bundle=prefix="$out/$name-" -o /dev/null
+  compile_bundle "$name"
 }
 make_bundle f16-d64-causal --dtype=f16 --head-dim=64 --causal
 make_bundle bf16-d128-lse --dtype=bf16 --head-dim=128 --lse
@@ -143,8 +146,7 @@ make_grad_bundle() { # name, attn-run variant flags...
   shift
   { build/bin/attn-run --emit-variant --lse "$@"
     build/bin/attn-run --emit-variant --backward "$@"; } > "$out/$name.mlir"
-  build/bin/attn-opt "$out/$name.mlir" --attn-lower-to-nvvm="chip=$chip ${options:-}" \
-    --attn-write-kernel-bundle=prefix="$out/$name-" -o /dev/null
+  compile_bundle "$name"
 }
 for dtype in f16 bf16; do
   for d in 64 128; do

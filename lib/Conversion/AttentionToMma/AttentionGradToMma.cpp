@@ -10,6 +10,7 @@
 #include "BackwardKernel.h"
 
 #include "AttnDialect/Conversion/Passes.h"
+#include "AttnDialect/Transforms/DeriveBlockMasks.h"
 #include "AttnDialect/Transforms/FlashLoop.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -19,7 +20,6 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::attn {
@@ -101,31 +101,11 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
   // dQ blocks' steps, the q side the dK/dV blocks'.
   SmallVector<Value> lists;
   if (op.hasMaskMod() && blockMasks) {
-    Block &mask = op.getMaskMod().front();
-    Value one = index(1);
-    // A mask_mod that ignores b (or h) is the same for every batch (head).
-    auto extent = [&](Value size, int64_t arg) {
-      return mask.getArgument(arg).use_empty() ? one : size;
-    };
-    auto type = BlockMaskType::get(rewriter.getContext(), qTile, kvTile);
-    auto create = CreateBlockMaskOp::create(
-        rewriter, loc, type, extent(batches, 0), extent(heads, 1), rows, keys);
-    IRMapping mapping;
-    op.getMaskMod().cloneInto(&create.getMaskMod(), mapping);
-    if (op.getCausal()) {
-      // Causal too: blocks wholly above the diagonal are not listed.
-      Block &region = create.getMaskMod().front();
-      auto yield = cast<YieldOp>(region.getTerminator());
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPoint(yield);
-      Value below =
-          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::uge,
-                                region.getArgument(2), region.getArgument(3));
-      Value keep =
-          arith::AndIOp::create(rewriter, loc, yield.getOperand(0), below);
-      rewriter.modifyOpInPlace(yield,
-                               [&] { yield.getValuesMutable().assign(keep); });
-    }
+    Value sizes[] = {batches, heads, rows, keys};
+    auto create = deriveBlockMask(
+        rewriter, loc, op.getMaskMod(), op.getCausal(),
+        BlockMaskType::get(rewriter.getContext(), qTile, kvTile),
+        [&](int64_t i) { return sizes[i]; });
     // The lists may be views of the scratch buffer: any strided layout.
     for (BlockMaskField field :
          {BlockMaskField::kv_num_blocks, BlockMaskField::kv_indices,
