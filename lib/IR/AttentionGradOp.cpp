@@ -133,36 +133,52 @@ LogicalResult AttentionGradOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verifyKernel(KernelAttr kernel) {
-  if (kernel.getKind() != KernelKind::mma_sync || kernel.getBands() != 1)
+  bool warpgroup = kernel.getKind() == KernelKind::wgmma;
+  if ((kernel.getKind() != KernelKind::mma_sync && !warpgroup) ||
+      kernel.getBands() != 1)
     return emitOpError() << "has kernel " << kernel
-                         << ", but the backward has one kernel: mma_sync of "
-                            "one band";
+                         << ", but the backward's kernels are mma_sync and "
+                            "wgmma of one band";
+  StringRef kind = stringifyKernelKind(kernel.getKind());
   Type element = getQuery().getType().getElementType();
   int64_t d = getHeadDim(), dv = getValueHeadDim();
   if (!element.isF16() && !element.isBF16())
-    return emitOpError() << "cannot run on the mma_sync backward kernel: it "
-                            "needs f16 or bf16 inputs, not "
+    return emitOpError() << "cannot run on the " << kind
+                         << " backward kernel: it needs f16 or bf16 inputs, "
+                            "not "
                          << element;
   if (d % 16 != 0 || dv % 16 != 0 || d > kMaxGradHeadDim ||
       dv > kMaxGradHeadDim)
-    return emitOpError() << "cannot run on the mma_sync backward kernel: its "
-                            "head dims ("
-                         << d << ", " << dv
-                         << ") are not multiples of 16 up to "
+    return emitOpError() << "cannot run on the " << kind
+                         << " backward kernel: its head dims (" << d << ", "
+                         << dv << ") are not multiples of 16 up to "
                          << kMaxGradHeadDim;
+  // wgmma reads whole swizzled tiles: rows of 32, 64 or 128 bytes.
+  auto swizzled = [](int64_t dim) { return llvm::isPowerOf2_64(dim); };
+  if (warpgroup && (!swizzled(d) || !swizzled(dv)))
+    return emitOpError() << "cannot run on the wgmma backward kernel: it "
+                            "serves head dims of 16, 32, 64 and 128, not D = "
+                         << d << ", Dv = " << dv;
   Type gradOutputElement = getGradOutput().getType().getElementType();
   if (gradOutputElement != element)
-    return emitOpError() << "cannot run on the mma_sync backward kernel: its "
-                            "grad_output is an mma operand, so it must be "
+    return emitOpError() << "cannot run on the " << kind
+                         << " backward kernel: its grad_output is an mma "
+                            "operand, so it must be "
                          << element << " as Q is, not " << gradOutputElement;
   if (!getWrt().empty())
-    return emitOpError() << "cannot run on the mma_sync backward kernel: it "
-                            "computes no wrt gradients (attn-lower-to-cpu "
-                            "does)";
+    return emitOpError() << "cannot run on the " << kind
+                         << " backward kernel: it computes no wrt gradients "
+                            "(attn-lower-to-cpu does)";
   if (kernel.getQTile() > 128 || kernel.getKvTile() > 128)
     return emitOpError() << "has kernel " << kernel
                          << ": the backward's tiles are at most 128 rows "
                             "(8 warps)";
+  // Each kernel's own tile is whole warpgroups of 64 rows.
+  if (warpgroup && (kernel.getQTile() % 64 != 0 ||
+                    kernel.getKvTile() % 64 != 0 || kernel.getStages() != 2))
+    return emitOpError() << "has kernel " << kernel
+                         << ": the wgmma backward's tiles are 64 or 128 rows "
+                            "(whole warpgroups), with two stages";
   return success();
 }
 

@@ -157,6 +157,12 @@ done
 for d in 64 128; do
   make_grad_bundle "grad-bf16-d$d-window1024" --dtype=bf16 --head-dim=$d --mask=sliding-window:1024
   make_grad_bundle "grad-bf16-d$d-document512" --dtype=bf16 --head-dim=$d --mask=document
+  # The mma.sync backward on sm_90a, next to wgmma (bench.sh backward-kernels).
+  for mask in full causal; do
+    flags="--dtype=bf16 --head-dim=$d"
+    [ $mask = causal ] && flags="$flags --causal"
+    options="strategy=mma-sync" make_grad_bundle "grad-bf16-d$d-$mask-mma-sync" $flags
+  done
 done
 # attn.softmax on [rows, N] (dynamic sizes), for bench/softmax_bench.py:
 # the pipeline's defaults, then variants with other attn-softmax-to-gpu

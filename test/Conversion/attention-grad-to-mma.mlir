@@ -59,11 +59,17 @@
 // over the q-tiles of the kv head's four query heads.
 // CHECK: %[[KVB:.*]] = arith.ceildivui %[[N]], %c64
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %[[KVB]], %{{.*}} = %{{.*}}, %{{.*}} = %[[B]])
+// L and Delta per column, copied with each step's Q and dO tiles (Delta
+// from the scratch buffer), read from shared memory where they are used.
+// CHECK: memref.view {{.*}} to memref<2x64xi32, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<2x64xf32, #gpu.address_space<workgroup>>
 // CHECK: scf.for
-// L and Delta per column, from the scratch buffer.
-// CHECK: memref.load %[[DELTA]]
-// CHECK: arith.bitcast %{{.*}} : i32 to f32
+// CHECK: nvgpu.device_async_copy %{{.*}}, %{{.*}}, 1, %{{.*}} : memref<?x8x?xf32> to memref<2x64xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %[[DELTA]][%{{.*}}], %{{.*}}, 1, %{{.*}} : memref<?xi32> to memref<2x64xi32, #gpu.address_space<workgroup>>
 // CHECK: nvvm.mma.sync
+// CHECK: memref.load %{{.*}} : memref<2x64xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.load %{{.*}} : memref<2x64xi32, #gpu.address_space<workgroup>>
+// CHECK: arith.bitcast %{{.*}} : i32 to f32
 // CHECK: math.exp2
 // dV += P^T dO, dK += dS^T Q.
 // CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true}

@@ -1,6 +1,6 @@
 // attn-choose-kernel refuses, naming why, an attention_grad that the
-// backward's mma_sync kernel cannot compute, or whose given kernel the
-// chip cannot run; the verifier refuses a kernel the op cannot run on.
+// backward's kernels cannot compute, or whose given kernel the chip cannot
+// run; the verifier refuses a kernel the op cannot run on.
 // RUN: attn-opt %s --split-input-file --attn-choose-kernel=chip=sm_80 --verify-diagnostics
 
 // f32 would need tf32, which misses the f32 tolerance.
@@ -62,7 +62,7 @@ func.func @wrt(%q: tensor<?x4x?x64xf16>, %l: tensor<?x4x?xf32>, %slopes: tensor<
 // memory at D = 128.
 func.func @too_big(%q: tensor<?x4x?x128xf16>, %l: tensor<?x4x?xf32>)
     -> (tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>) {
-  // expected-error @+1 {{has a backward kernel whose tiles take 209408 bytes of shared memory, more than sm_80's 166912 per block}}
+  // expected-error @+1 {{has a backward kernel whose tiles take 210944 bytes of shared memory, more than sm_80's 166912 per block}}
   %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?xf32>)
       outs(%q, %q, %q : tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>, tensor<?x4x?x128xf16>)
       {kernel = #attn.kernel<mma_sync, q_tile = 128, kv_tile = 128>}
@@ -72,13 +72,53 @@ func.func @too_big(%q: tensor<?x4x?x128xf16>, %l: tensor<?x4x?xf32>)
 
 // -----
 
-// The backward has one kernel kind.
+// The backward's kernels have one band of 16 rows a warp.
+func.func @given_bands(%q: tensor<?x4x?x64xf16>, %l: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>) {
+  // expected-error @+1 {{has kernel #attn.kernel<mma_sync, q_tile = 128, kv_tile = 64, bands = 2>, but the backward's kernels are mma_sync and wgmma of one band}}
+  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?xf32>)
+      outs(%q, %q, %q : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>)
+      {kernel = #attn.kernel<mma_sync, q_tile = 128, kv_tile = 64, bands = 2>}
+      -> tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+}
+
+// -----
+
+// wgmma is sm_90a's.
 func.func @given_wgmma(%q: tensor<?x4x?x64xf16>, %l: tensor<?x4x?xf32>)
     -> (tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>) {
-  // expected-error @+1 {{has kernel #attn.kernel<wgmma, q_tile = 128, kv_tile = 128>, but the backward has one kernel: mma_sync of one band}}
+  // expected-error @+1 {{has kernel #attn.kernel<wgmma, q_tile = 128, kv_tile = 128>, which needs wgmma: only sm_90a has it, not sm_80}}
   %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?xf32>)
       outs(%q, %q, %q : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>)
       {kernel = #attn.kernel<wgmma, q_tile = 128, kv_tile = 128>}
       -> tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
   return %r#0, %r#1, %r#2 : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+}
+
+// -----
+
+// wgmma reads whole swizzled tiles.
+func.func @wgmma_d48(%q: tensor<?x4x?x48xbf16>, %l: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>) {
+  // expected-error @+1 {{cannot run on the wgmma backward kernel: it serves head dims of 16, 32, 64 and 128, not D = 48, Dv = 48}}
+  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>, tensor<?x4x?xf32>)
+      outs(%q, %q, %q : tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>)
+      {kernel = #attn.kernel<wgmma, q_tile = 64, kv_tile = 64>}
+      -> tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>
+}
+
+// -----
+
+// A wgmma block owns whole warpgroups of 64 rows: the dK/dV block's
+// kv-tile too.
+func.func @wgmma_kv32(%q: tensor<?x4x?x64xbf16>, %l: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>) {
+  // expected-error @+1 {{has kernel #attn.kernel<wgmma, q_tile = 64, kv_tile = 32>: the wgmma backward's tiles are 64 or 128 rows (whole warpgroups), with two stages}}
+  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+      outs(%q, %q, %q : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>)
+      {kernel = #attn.kernel<wgmma, q_tile = 64, kv_tile = 32>}
+      -> tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>
 }

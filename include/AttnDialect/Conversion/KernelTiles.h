@@ -178,15 +178,20 @@ std::optional<MmaTiles> chooseTiles(const MmaShape &shape,
 
 /// The shared memory of a backward block: the block's own rows (Q and dO,
 /// or K and V) and `stages` buffers of the rows it steps over (K and V, or
-/// Q and dO), 16-bit with rows padded by 16 bytes; the dQ block's Delta
-/// (f32 per row) after them.
+/// Q and dO), 16-bit with rows padded by 16 bytes or, for wgmma, in its
+/// swizzle layout (Swizzle) from a 1024-byte-aligned base that the block
+/// finds within its first kSwizzleAlignment bytes. After them, the dQ
+/// block's Delta (f32 per row), or the dK/dV block's L (f32) and Delta
+/// (its f32 bits) of each stage's rows.
 struct GradSharedLayout {
   int64_t ownFirst = 0, ownSecond = 0, streamedFirst = 0, streamedSecond = 0,
-          delta = 0, total = 0;
+          delta = 0, lse = 0, total = 0;
 
-  /// `own` rows of widths (first, second), `streamed` rows per stage.
+  /// `own` rows of widths (first, second), `streamed` rows per stage; the
+  /// dQ block's (`queryGrad`) or the dK/dV block's.
   static GradSharedLayout of(int64_t own, int64_t streamed, int64_t stages,
-                             int64_t first, int64_t second, bool withDelta);
+                             int64_t first, int64_t second, bool queryGrad,
+                             bool swizzled);
   /// The larger block's bytes of the two kernels of `kernel`'s tiles.
   static int64_t bytesOf(KernelAttr kernel, int64_t d, int64_t dv);
 };

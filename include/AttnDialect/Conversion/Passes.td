@@ -169,10 +169,11 @@ def ChooseKernel : Pass<"attn-choose-kernel"> {
 
 def AttentionGradToMma : Pass<"attn-attention-grad-to-mma"> {
   let summary = "build the gpu.launches of each attention_grad on mma.sync "
-                "tensor cores";
+                "or wgmma tensor cores";
   let description = [{
     Replaces each `attn.attention_grad` whose `kernel` (set by
-    `attn-choose-kernel`) is `mma_sync` by three `gpu.launch`es on the op's
+    `attn-choose-kernel`) is `mma_sync` or `wgmma` by three `gpu.launch`es
+    on the op's
     buffers, FlashAttention-2's backward split so that every gradient is
     summed in one block's registers, in a fixed order, with no atomics: two
     runs give the same bits.
@@ -187,8 +188,9 @@ def AttentionGradToMma : Pass<"attn-attention-grad-to-mma"> {
     - The dK/dV kernel, grid (ceil(N / kv-tile), Hkv, B), kv-tile / 16
       warps of 16 keys: for each query head of the kv head (GQA) and each
       q-tile from the diagonal on when causal, S^T = K Q^T and
-      dP^T = V dO^T, P^T and dS^T as above with L and Delta read per
-      column, dV += P^T dO and dK += dS^T Q.
+      dP^T = V dO^T, P^T and dS^T as above with L and Delta of each
+      column (copied into shared memory with the step's tiles), dV += P^T
+      dO and dK += dS^T Q.
     - A launch that zeroes Delta's words again, as the workspace must be
       left.
 
@@ -197,7 +199,11 @@ def AttentionGradToMma : Pass<"attn-attention-grad-to-mma"> {
     step), padded rows, `ldmatrix` operands (transposed for the
     accumulations) and `nvvm.mma.sync` m16n8k16 with f32 accumulators; P
     and dS become A operands in registers. A warp's own Q and dO (K and V)
-    fragments stay in registers when D + Dv <= 128. Steps that need no mask
+    fragments stay in registers when D + Dv <= 128. With `wgmma` (sm_90a),
+    each block is one or two warpgroups of 64 rows; every tile lies in
+    wgmma's swizzle layout, S and dP (or their transposes) are wgmmas of
+    two shared-memory descriptors, and the accumulations take P and dS
+    from the registers and the streamed tile as an MN-major operand. Steps that need no mask
     arithmetic (no mask_mod, inside the problem, wholly below the causal
     diagonal) skip it. dQ and dK are scaled once at the end; rows with
     L = -inf get zero gradients.

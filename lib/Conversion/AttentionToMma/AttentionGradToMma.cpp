@@ -1,6 +1,6 @@
-//===- AttentionGradToMma.cpp - attention_grad on mma.sync tensor cores ---===//
+//===- AttentionGradToMma.cpp - attention_grad on tensor cores ------------===//
 //
-// The pass: builds, for each attn.attention_grad with an mma_sync kernel,
+// The pass: builds, for each attn.attention_grad with a tensor-core kernel,
 // the dQ and dK/dV gpu.launches (grids, shared memory views, the Delta
 // buffer) whose bodies BackwardKernel builds. See the pass description in
 // Passes.td.
@@ -143,12 +143,13 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
   auto workgroup = gpu::AddressSpaceAttr::get(rewriter.getContext(),
                                               gpu::AddressSpace::Workgroup);
 
+  bool swizzled = kernel.isWarpgroupMma();
   // One launch: `own` rows per block (own / 16 warps), `streamed` rows
   // per step, the grid's x extent `blocks` over (heads, batches).
   auto launch = [&](int64_t own, int64_t streamed, Value blocks,
                     Value launchHeads, bool queryGrad) {
     GradSharedLayout layout =
-        GradSharedLayout::of(own, streamed, stages, d, dv, queryGrad);
+        GradSharedLayout::of(own, streamed, stages, d, dv, queryGrad, swizzled);
     Value sharedSize = arith::ConstantIntOp::create(
         rewriter, loc, rewriter.getI32Type(), layout.total);
     Value one = index(1);
@@ -161,23 +162,54 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
         rewriter, loc,
         MemRefType::get({ShapedType::kDynamic}, rewriter.getI8Type(),
                         MemRefLayoutAttrInterface{}, workgroup));
+    // wgmma reads swizzled tiles from a 1024-byte-aligned base.
+    Value alignedBase = index(0);
+    if (swizzled) {
+      Value address = memref::ExtractAlignedPointerAsIndexOp::create(
+          rewriter, loc, rewriter.getIndexType(), shared);
+      Value alignment = index(kSwizzleAlignment);
+      Value misaligned =
+          arith::RemUIOp::create(rewriter, loc, address, alignment);
+      alignedBase = arith::RemUIOp::create(
+          rewriter, loc,
+          arith::SubIOp::create(rewriter, loc, alignment, misaligned),
+          alignment);
+    }
     auto view = [&](int64_t byteOffset, ArrayRef<int64_t> dims, Type type) {
       return memref::ViewOp::create(
           rewriter, loc,
           MemRefType::get(dims, type, MemRefLayoutAttrInterface{}, workgroup),
-          shared, index(byteOffset), ValueRange{});
+          shared,
+          arith::AddIOp::create(rewriter, loc, alignedBase, index(byteOffset)),
+          ValueRange{});
     };
-    int64_t pad = 8;
+    // A tile of `rows` rows of `width` elements (after `lead` buffers):
+    // rows padded by 16 bytes, or split into swizzled tiles.
+    auto tileDims = [&](ArrayRef<int64_t> lead, int64_t rows, int64_t width) {
+      SmallVector<int64_t> dims(lead);
+      int64_t columns = Swizzle::forWidth(width).columns();
+      if (swizzled)
+        dims.append({width / columns, rows, columns});
+      else
+        dims.append({rows, width + 8});
+      return dims;
+    };
     BackwardKernel kernel = base;
     // The first of each pair is d wide (Q or K), the second dv (dO or V).
-    kernel.ownFirst = view(0, {own, d + pad}, element);
-    kernel.ownSecond = view(layout.ownSecond, {own, dv + pad}, element);
+    kernel.ownFirst = view(0, tileDims({}, own, d), element);
+    kernel.ownSecond = view(layout.ownSecond, tileDims({}, own, dv), element);
     kernel.streamedFirst =
-        view(layout.streamedFirst, {stages, streamed, d + pad}, element);
+        view(layout.streamedFirst, tileDims({stages}, streamed, d), element);
     kernel.streamedSecond =
-        view(layout.streamedSecond, {stages, streamed, dv + pad}, element);
-    if (queryGrad)
+        view(layout.streamedSecond, tileDims({stages}, streamed, dv), element);
+    if (queryGrad) {
       kernel.deltaStage = view(layout.delta, {own}, rewriter.getF32Type());
+    } else {
+      kernel.deltaStage =
+          view(layout.delta, {stages, streamed}, rewriter.getI32Type());
+      kernel.lseStage =
+          view(layout.lse, {stages, streamed}, rewriter.getF32Type());
+    }
     kernel.block = launchOp.getBlockIds().x;
     kernel.head = launchOp.getBlockIds().y;
     kernel.batch = launchOp.getBlockIds().z;

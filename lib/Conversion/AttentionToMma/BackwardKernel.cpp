@@ -1,4 +1,4 @@
-//===- BackwardKernel.cpp - attn.attention_grad on mma.sync ---------------===//
+//===- BackwardKernel.cpp - attn.attention_grad on tensor cores -----------===//
 //
 // Both kernels of BackwardKernel.h are one pattern with the roles of rows
 // and columns swapped: a warp multiplies its own 16 rows (Q and dO, or K
@@ -7,19 +7,23 @@
 // dS = P (dP - Delta) * d score_mod / d s, and accumulates dS (and P) times
 // the streamed tile into f32 registers. Streamed tiles land through
 // cp.async in one or two stages; every contraction is mma.sync m16n8k16 on
-// ldmatrix fragments, and every fragment array is indexed by constants
-// (the C++ loops unroll), so it lives in registers.
+// ldmatrix fragments, or on sm_90a a warpgroup's wgmma on swizzled tiles
+// (whose accumulators lie in the same per-warp order); every fragment
+// array is indexed by constants (the C++ loops unroll), so it lives in
+// registers.
 //
 //===----------------------------------------------------------------------===//
 
 #include "BackwardKernel.h"
 #include "FragmentBuilder.h"
+#include "WarpgroupMma.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -42,7 +46,10 @@ public:
         k(kernel), op(kernel.op), d(op.getHeadDim()), dv(op.getValueHeadDim()),
         qTile(op.getKernelAttr().getQTile()),
         kvTile(op.getKernelAttr().getKvTile()),
-        stages(op.getKernelAttr().getStages()) {}
+        stages(op.getKernelAttr().getStages()),
+        warpgroup(op.getKernelAttr().isWarpgroupMma()) {
+    swizzledStages = warpgroup;
+  }
 
   void buildQueryGrad();
   void buildKeyValueGrad();
@@ -56,13 +63,34 @@ private:
   /// Every k-step's A fragment of `stage`, if the registers can hold
   /// them; none otherwise (each product loads its own).
   SmallVector<Fragment> keptFragments(Value stage, int64_t width);
-  /// own rows . streamed rows^T: [16, columns] over `width`.
-  BandTile rowProducts(Value own, ArrayRef<Fragment> kept, Value streamed,
-                       Value buffer, int64_t width, int64_t columns);
+  /// Waits for the block's copies, then for the whole block (and, for
+  /// wgmma, makes the copied tiles visible to it).
+  void tilesLanded();
+  /// own rows . streamed rows^T: [16, columns] over `width`, for each
+  /// pair of (own, kept) in `operands`.
+  struct RowOperand {
+    Value own;
+    ArrayRef<Fragment> kept;
+    Value streamed;
+    int64_t width;
+  };
+  SmallVector<BandTile> rowProducts(ArrayRef<RowOperand> operands, Value buffer,
+                                    int64_t columns);
   /// acc[16, width] += a . streamed[buffer]: `a` the k-steps over the
-  /// streamed rows.
-  void accumulate(ArrayRef<Fragment> a, Value streamed, Value buffer,
-                  int64_t width, BandTile &acc);
+  /// streamed rows, for each (a, streamed, acc) in `sums`.
+  struct Accumulation {
+    ArrayRef<Fragment> a;
+    Value streamed;
+    BandTile &acc;
+  };
+  void accumulate(ArrayRef<Accumulation> sums, Value buffer);
+  /// The sm_90a forms: wgmma from the swizzled tiles (A of rowProducts
+  /// from the own tile, of accumulate from the registers).
+  SmallVector<BandTile> warpgroupRowProducts(ArrayRef<RowOperand> operands,
+                                             Value buffer, int64_t columns);
+  void warpgroupAccumulate(ArrayRef<Accumulation> sums, Value buffer);
+  /// The shared address of `stage` (of buffer `buffer`, if any).
+  Value stageAddress(Value stage, Value buffer);
 
   /// P and dS at one element: score `s` and dP `dp` at query `q` (of head
   /// `h`) and key `kv`, whose row has logsumexp `lse` and Delta `delta`;
@@ -113,6 +141,9 @@ private:
                               const CopyTile &copyTile, ValueRange inits,
                               const Step &step);
 
+  /// Issues the cp.async copies of L and Delta of rows [q0, q0 + q-tile)
+  /// of head `h` into `buffer` of the dK/dV block's stages (zeros past M).
+  void copyRowStats(Value h, Value q0, Value buffer);
   /// Delta of the block's rows [q0, q0 + q-tile) of head `h`: to the
   /// Delta buffer and to the block's Delta rows.
   void storeDelta(Value q0, Value h);
@@ -124,6 +155,7 @@ private:
   BackwardKernel &k;
   AttentionGradOp op;
   int64_t d, dv, qTile, kvTile, stages;
+  bool warpgroup;
   Value m, n, queryHeads, group;
   Value lane, warpRow, g, t, t2;
   Value ownRowLane, ownColLane, keyRowLane, keyColLane, valueRowLane,
@@ -164,7 +196,8 @@ Fragment GradBuilder::ownFragment(Value stage, int64_t kk) {
 
 SmallVector<Fragment> GradBuilder::keptFragments(Value stage, int64_t width) {
   // Two tiles of 64 columns fit next to the accumulators; 128 do not.
-  if (d + dv > 128)
+  // wgmma reads them from shared memory.
+  if (d + dv > 128 || warpgroup)
     return {};
   SmallVector<Fragment> fragments;
   for (int64_t kk = 0; kk < width / 16; ++kk)
@@ -172,35 +205,142 @@ SmallVector<Fragment> GradBuilder::keptFragments(Value stage, int64_t width) {
   return fragments;
 }
 
-BandTile GradBuilder::rowProducts(Value own, ArrayRef<Fragment> kept,
-                                  Value streamed, Value buffer, int64_t width,
-                                  int64_t columns) {
-  Value zero = f32c(0.0);
-  BandTile out(columns / kChunk, Fragment(4, zero));
-  for (int64_t kk = 0; kk < width / 16; ++kk) {
-    Fragment a = kept.empty() ? ownFragment(own, kk) : kept[kk];
-    Value col = add(keyColLane, c(16 * kk));
-    for (int64_t pair = 0; pair < columns / 16; ++pair) {
-      Fragment rows = loadMatrix(
-          streamed, {buffer, add(keyRowLane, c(16 * pair)), col}, false);
-      out[2 * pair] = mmaSync(a, {rows[0], rows[1]}, out[2 * pair]);
-      out[2 * pair + 1] = mmaSync(a, {rows[2], rows[3]}, out[2 * pair + 1]);
-    }
-  }
-  return out;
+void GradBuilder::tilesLanded() {
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  // cp.async writes through the generic proxy, wgmma reads through the
+  // async one.
+  if (warpgroup)
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
+  gpu::BarrierOp::create(b, loc);
 }
 
-void GradBuilder::accumulate(ArrayRef<Fragment> a, Value streamed, Value buffer,
-                             int64_t width, BandTile &acc) {
-  for (auto [kk, operand] : llvm::enumerate(a)) {
-    Value row = add(valueRowLane, c(16 * kk));
-    for (int64_t pair = 0; pair < width / 16; ++pair) {
-      Fragment rows = loadMatrix(
-          streamed, {buffer, row, add(valueColLane, c(16 * pair))}, true);
-      acc[2 * pair] = mmaSync(operand, {rows[0], rows[1]}, acc[2 * pair]);
-      acc[2 * pair + 1] =
-          mmaSync(operand, {rows[2], rows[3]}, acc[2 * pair + 1]);
+SmallVector<BandTile> GradBuilder::rowProducts(ArrayRef<RowOperand> operands,
+                                               Value buffer, int64_t columns) {
+  if (warpgroup)
+    return warpgroupRowProducts(operands, buffer, columns);
+  SmallVector<BandTile> products;
+  for (const RowOperand &operand : operands) {
+    BandTile out(columns / kChunk, Fragment(4, f32c(0.0)));
+    for (int64_t kk = 0; kk < operand.width / 16; ++kk) {
+      Fragment a = operand.kept.empty() ? ownFragment(operand.own, kk)
+                                        : operand.kept[kk];
+      Value col = add(keyColLane, c(16 * kk));
+      for (int64_t pair = 0; pair < columns / 16; ++pair) {
+        Fragment rows =
+            loadMatrix(operand.streamed,
+                       {buffer, add(keyRowLane, c(16 * pair)), col}, false);
+        out[2 * pair] = mmaSync(a, {rows[0], rows[1]}, out[2 * pair]);
+        out[2 * pair + 1] = mmaSync(a, {rows[2], rows[3]}, out[2 * pair + 1]);
+      }
     }
+    products.push_back(out);
+  }
+  return products;
+}
+
+void GradBuilder::accumulate(ArrayRef<Accumulation> sums, Value buffer) {
+  if (warpgroup)
+    return warpgroupAccumulate(sums, buffer);
+  for (const Accumulation &sum : sums) {
+    int64_t width = 8 * sum.acc.size();
+    for (auto [kk, operand] : llvm::enumerate(sum.a)) {
+      Value row = add(valueRowLane, c(16 * kk));
+      for (int64_t pair = 0; pair < width / 16; ++pair) {
+        Fragment rows = loadMatrix(
+            sum.streamed, {buffer, row, add(valueColLane, c(16 * pair))}, true);
+        sum.acc[2 * pair] =
+            mmaSync(operand, {rows[0], rows[1]}, sum.acc[2 * pair]);
+        sum.acc[2 * pair + 1] =
+            mmaSync(operand, {rows[2], rows[3]}, sum.acc[2 * pair + 1]);
+      }
+    }
+  }
+}
+
+Value GradBuilder::stageAddress(Value stage, Value buffer) {
+  auto type = cast<MemRefType>(stage.getType());
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(
+      b, loc, b.getIndexType(), stage);
+  if (!buffer)
+    return address;
+  int64_t bufferBytes = type.getNumElements() / type.getDimSize(0) * 2;
+  return add(address, mul(buffer, c(bufferBytes)));
+}
+
+SmallVector<BandTile>
+GradBuilder::warpgroupRowProducts(ArrayRef<RowOperand> operands, Value buffer,
+                                  int64_t columns) {
+  // Both operands K-major: k-step kk lies in swizzled tile kk / steps,
+  // 32 bytes per step within; warpgroup w's own rows start 64 w rows in.
+  SmallVector<Value> all;
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (const RowOperand &operand : operands) {
+    Swizzle swizzle = Swizzle::forWidth(operand.width);
+    int64_t ownRows = cast<MemRefType>(operand.own.getType()).getDimSize(1);
+    Value warpgroupRows = mul(div(k.tid, 128), c(64 * swizzle.rowBytes));
+    Value ownDescriptor = swizzledDescriptor(
+        b, loc, swizzle, add(stageAddress(operand.own, Value()), warpgroupRows),
+        /*leadingBytes=*/16, /*strideBytes=*/8 * swizzle.rowBytes);
+    Value streamedDescriptor = swizzledDescriptor(
+        b, loc, swizzle, stageAddress(operand.streamed, buffer),
+        /*leadingBytes=*/16, /*strideBytes=*/8 * swizzle.rowBytes);
+    int64_t stepsPerTile = swizzle.columns() / 16;
+    SmallVector<Value> out(columns / 2, LLVM::UndefOp::create(b, loc, f32));
+    for (int64_t kk = 0; kk < operand.width / 16; ++kk) {
+      int64_t tile = kk / stepsPerTile, within = (kk % stepsPerTile) * 32;
+      out = warpgroupMma(
+          b, loc, element, out,
+          advanceDescriptor(b, loc, ownDescriptor,
+                            tile * ownRows * swizzle.rowBytes + within),
+          advanceDescriptor(b, loc, streamedDescriptor,
+                            tile * columns * swizzle.rowBytes + within),
+          /*transposeB=*/false, /*accumulate=*/kk > 0);
+    }
+    all.append(out);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  all = warpgroupWait(b, loc, all, 0);
+  return tilesOf(all, operands.size(), columns / kChunk);
+}
+
+void GradBuilder::warpgroupAccumulate(ArrayRef<Accumulation> sums,
+                                      Value buffer) {
+  SmallVector<Value> all, registers;
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (const Accumulation &sum : sums) {
+    int64_t width = 8 * sum.acc.size();
+    // The streamed tile is MN-major: its swizzled tiles lie `rows` rows
+    // apart, k-step kk 16 rows in.
+    Swizzle swizzle = Swizzle::forWidth(width);
+    int64_t rows = cast<MemRefType>(sum.streamed.getType()).getDimSize(2);
+    Value descriptor =
+        swizzledDescriptor(b, loc, swizzle, stageAddress(sum.streamed, buffer),
+                           /*leadingBytes=*/rows * swizzle.rowBytes,
+                           /*strideBytes=*/8 * swizzle.rowBytes);
+    SmallVector<Value> acc = flattenTiles({sum.acc});
+    for (auto [kk, operand] : llvm::enumerate(sum.a)) {
+      SmallVector<Value> a;
+      for (Value reg : operand)
+        a.push_back(reg.getType() == i32 ? reg : asWord(reg));
+      registers.append(a);
+      acc = warpgroupMma(
+          b, loc, element, acc, a,
+          advanceDescriptor(b, loc, descriptor, 16 * kk * swizzle.rowBytes),
+          /*transposeB=*/true, /*accumulate=*/true);
+    }
+    all.append(acc);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  // The A registers stay live until the wgmmas that read them are done.
+  all = warpgroupWait(b, loc, all, 0, registers);
+  ArrayRef<Value> done(all);
+  for (const Accumulation &sum : sums) {
+    int64_t values = 4 * sum.acc.size();
+    sum.acc = tilesOf(done.take_front(values), 1, sum.acc.size())[0];
+    done = done.drop_front(values);
   }
 }
 
@@ -289,6 +429,37 @@ GradBuilder::gradients(const BandTile &s, const BandTile &dp, Value h,
     return {{}, operands(results)};
   return {operands(results.take_front(words)),
           operands(results.drop_front(words))};
+}
+
+void GradBuilder::copyRowStats(Value h, Value q0, Value buffer) {
+  // A 4-byte copy per value: thread i copies L and Delta's word of row i,
+  // as many rounds as the block needs.
+  Value lastRow = max(sub(m, c(1)), c(0));
+  Value deltaRow = mul(add(mul(k.batch, queryHeads), h), m);
+  int64_t threads = copyThreads;
+  for (int64_t first = 0; first < qTile; first += threads) {
+    Value row = add(k.tid, c(first));
+    auto copy = [&] {
+      Value q = add(q0, row);
+      Value at = min(q, lastRow);
+      Value elements = arith::SelectOp::create(b, loc, less(q, m), c(1), c(0));
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, k.lseStage, ValueRange{buffer, row}, k.lse,
+          ValueRange{k.batch, h, at}, b.getIndexAttr(1), elements, UnitAttr());
+      nvgpu::DeviceAsyncCopyOp::create(b, loc, k.deltaStage,
+                                       ValueRange{buffer, row}, k.delta,
+                                       ValueRange{add(deltaRow, at)},
+                                       b.getIndexAttr(1), elements, UnitAttr());
+    };
+    if (first + threads <= qTile) {
+      copy();
+      continue;
+    }
+    auto inTile = scf::IfOp::create(b, loc, less(row, c(qTile)));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inTile.thenBlock());
+    copy();
+  }
 }
 
 void GradBuilder::storeDelta(Value q0, Value h) {
@@ -421,7 +592,7 @@ SmallVector<Value> GradBuilder::stepLoop(const Schedule &schedule,
     Value j = loop.getInductionVar();
     Value buffer = stages == 2 ? rem(j, 2) : c(0);
     // Step j's tiles have landed, and no warp reads the other buffer.
-    waitGroups(0);
+    tilesLanded();
     if (stages == 2) {
       copyStep(add(j, c(1)), sub(c(1), buffer));
       commitGroup();
@@ -501,7 +672,7 @@ void GradBuilder::buildQueryGrad() {
   commitGroup();
   storeDelta(q0, h);
   // Q and dO have landed, and every thread's Delta is in shared memory.
-  waitGroups(0);
+  tilesLanded();
   SmallVector<Fragment> queryFragments = keptFragments(k.ownFirst, d);
   SmallVector<Fragment> gradFragments = keptFragments(k.ownSecond, dv);
   std::array<Value, 2> rows, lses, deltas;
@@ -524,10 +695,11 @@ void GradBuilder::buildQueryGrad() {
   auto step = [&](Value, Value kv0, Value buffer, Value needsMasks,
                   ValueRange carried) {
     BandTile acc = tilesOf(carried, 1, chunks)[0];
-    BandTile s = rowProducts(k.ownFirst, queryFragments, k.streamedFirst,
-                             buffer, d, kvTile);
-    BandTile dp = rowProducts(k.ownSecond, gradFragments, k.streamedSecond,
-                              buffer, dv, kvTile);
+    SmallVector<BandTile> products =
+        rowProducts({{k.ownFirst, queryFragments, k.streamedFirst, d},
+                     {k.ownSecond, gradFragments, k.streamedSecond, dv}},
+                    buffer, kvTile);
+    const BandTile &s = products[0], &dp = products[1];
     SmallVector<Fragment> ds =
         gradients(s, dp, h, needsMasks, /*withProbs=*/false,
                   [&](int64_t chunk, int64_t e) {
@@ -536,7 +708,7 @@ void GradBuilder::buildQueryGrad() {
                                                 deltas[e / 2], kv};
                   })
             .second;
-    accumulate(ds, k.streamedFirst, buffer, d, acc);
+    accumulate({{ds, k.streamedFirst, acc}}, buffer);
     return flattenTiles({acc});
   };
   SmallVector<Value> results = stepLoop(
@@ -551,13 +723,12 @@ void GradBuilder::buildKeyValueGrad() {
   copyRows(k.key, k.batch, kvHead, kv0, n, kvTile, d, k.ownFirst, {});
   copyRows(k.value, k.batch, kvHead, kv0, n, kvTile, dv, k.ownSecond, {});
   commitGroup();
-  waitGroups(0);
+  tilesLanded();
   SmallVector<Fragment> keyFragments = keptFragments(k.ownFirst, d);
   SmallVector<Fragment> valueFragments = keptFragments(k.ownSecond, dv);
   std::array<Value, 2> keys;
   for (int64_t r = 0; r < 2; ++r)
     keys[r] = add(kv0, add(add(warpRow, g), c(8 * r)));
-  Value lastRow = max(sub(m, c(1)), c(0));
 
   // Every query head of the kv head in turn, perHead steps each (GQA sums
   // their gradients in the registers).
@@ -636,6 +807,7 @@ void GradBuilder::buildKeyValueGrad() {
     copyRows(k.query, k.batch, h, q0, m, qTile, d, k.streamedFirst, {buffer});
     copyRows(k.gradOutput, k.batch, h, q0, m, qTile, dv, k.streamedSecond,
              {buffer});
+    copyRowStats(h, q0, buffer);
   };
   int64_t keyChunks = d / kChunk, valueChunks = dv / kChunk;
   auto step = [&](Value j, Value q0, Value buffer, Value needsMasks,
@@ -645,33 +817,26 @@ void GradBuilder::buildKeyValueGrad() {
         tilesOf(carried.take_front(4 * keyChunks), 1, keyChunks)[0];
     BandTile dvAcc =
         tilesOf(carried.drop_front(4 * keyChunks), 1, valueChunks)[0];
-    // The columns' logsumexp and Delta, read before the products so that
-    // the loads overlap them.
-    Value deltaRow = mul(add(mul(k.batch, queryHeads), h), m);
-    SmallVector<Value> lses, deltas;
-    for (int64_t chunk = 0; chunk < qTile / kChunk; ++chunk)
-      for (int64_t o = 0; o < 2; ++o) {
-        Value q = min(add(q0, add(t2, c(kChunk * chunk + o))), lastRow);
-        lses.push_back(
-            memref::LoadOp::create(b, loc, k.lse, ValueRange{k.batch, h, q}));
-        Value word = memref::LoadOp::create(b, loc, k.delta,
-                                            ValueRange{add(deltaRow, q)});
-        deltas.push_back(arith::BitcastOp::create(b, loc, f32, word));
-      }
-    BandTile s = rowProducts(k.ownFirst, keyFragments, k.streamedFirst, buffer,
-                             d, qTile);
-    BandTile dp = rowProducts(k.ownSecond, valueFragments, k.streamedSecond,
-                              buffer, dv, qTile);
-    auto [p, ds] =
-        gradients(s, dp, h, needsMasks, /*withProbs=*/true,
-                  [&](int64_t chunk, int64_t e) {
-                    Value q = add(q0, add(t2, c(kChunk * chunk + e % 2)));
-                    int64_t column = 2 * chunk + e % 2;
-                    return std::array<Value, 4>{q, lses[column], deltas[column],
-                                                keys[e / 2]};
-                  });
-    accumulate(p, k.streamedSecond, buffer, dv, dvAcc);
-    accumulate(ds, k.streamedFirst, buffer, d, dkAcc);
+    SmallVector<BandTile> products =
+        rowProducts({{k.ownFirst, keyFragments, k.streamedFirst, d},
+                     {k.ownSecond, valueFragments, k.streamedSecond, dv}},
+                    buffer, qTile);
+    const BandTile &s = products[0], &dp = products[1];
+    auto [p, ds] = gradients(
+        s, dp, h, needsMasks, /*withProbs=*/true,
+        [&](int64_t chunk, int64_t e) {
+          // The column's L and Delta, read where they are used.
+          Value column = add(t2, c(kChunk * chunk + e % 2));
+          Value lse = memref::LoadOp::create(b, loc, k.lseStage,
+                                             ValueRange{buffer, column});
+          Value delta = arith::BitcastOp::create(
+              b, loc, f32,
+              memref::LoadOp::create(b, loc, k.deltaStage,
+                                     ValueRange{buffer, column}));
+          return std::array<Value, 4>{add(q0, column), lse, delta, keys[e / 2]};
+        });
+    accumulate({{p, k.streamedSecond, dvAcc}, {ds, k.streamedFirst, dkAcc}},
+               buffer);
     SmallVector<Value> yields = flattenTiles({dkAcc});
     yields.append(flattenTiles({dvAcc}));
     return yields;

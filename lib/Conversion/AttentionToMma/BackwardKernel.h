@@ -1,4 +1,4 @@
-//===- BackwardKernel.h - attn.attention_grad on mma.sync -------*- C++ -*-===//
+//===- BackwardKernel.h - attn.attention_grad on tensor cores ---*- C++ -*-===//
 //
 // The two kernels of the backward, FlashAttention-2's split into a kernel
 // per gradient side so that no gradient is summed by atomics: one block of
@@ -34,8 +34,11 @@ struct BackwardKernel {
   Value query, key, value, output, gradOutput, lse, delta, dq, dk, dv;
   /// The shared tiles: the block's own [rows, width + pad] (Q and dO, or
   /// K and V), the streamed [stages, rows, width + pad] (K and V, or Q and
-  /// dO), and the dQ block's Delta [q-tile] f32.
-  Value ownFirst, ownSecond, streamedFirst, streamedSecond, deltaStage;
+  /// dO; for wgmma [stages, width / columns, rows, columns] swizzled), and
+  /// the dQ block's Delta [q-tile] f32, or the dK/dV block's Delta (i32
+  /// words) and L (f32) [stages, q-tile] of its streamed rows.
+  Value ownFirst, ownSecond, streamedFirst, streamedSecond, deltaStage,
+      lseStage;
   /// The block's tile, (query or kv) head and batch; the thread.
   Value block, head, batch, tid;
   /// The block mask's lists of the block's side, when the op has a

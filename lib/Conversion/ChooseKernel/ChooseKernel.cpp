@@ -81,8 +81,8 @@ struct ChooseKernelPass : attn::impl::ChooseKernelBase<ChooseKernelPass> {
   }
 
   LogicalResult checkOptions();
-  /// Sets (or checks) the backward's kernel: mma.sync, whatever the
-  /// strategy, as it is the backward's only one.
+  /// Sets (or checks) the backward's kernel: wgmma on sm_90a, mma.sync
+  /// elsewhere or when the strategy asks for it.
   LogicalResult chooseGrad(AttentionGradOp op);
   /// Sets `op`'s kernel from the strategy and the chip.
   LogicalResult choose(AttentionOp op);
@@ -148,11 +148,19 @@ LogicalResult ChooseKernelPass::chooseGrad(AttentionGradOp op) {
   KernelAttr kernel = op.getKernelAttr();
   if (!kernel) {
     // 64 x 64 tiles: a warp's dK and dV (or dQ), its scores and dP fit the
-    // registers up to head dims of 128. Two stages where they fit.
-    kernel = KernelAttr::get(op.getContext(), KernelKind::mma_sync, 64, 64);
-    if (GradSharedLayout::bytesOf(kernel, op.getHeadDim(),
-                                  op.getValueHeadDim()) >
-        target->sharedMemoryPerBlock)
+    // registers up to head dims of 128. wgmma where the chip has it and
+    // its swizzled tiles serve the head dims (unless mma_sync is asked
+    // for); mma.sync with two stages where they fit, else one.
+    auto swizzled = [](int64_t dim) { return llvm::isPowerOf2_64(dim); };
+    bool warpgroup =
+        target->hasWarpgroupMma() && strategy != KernelStrategy::MmaSync &&
+        swizzled(op.getHeadDim()) && swizzled(op.getValueHeadDim());
+    kernel = KernelAttr::get(
+        op.getContext(), warpgroup ? KernelKind::wgmma : KernelKind::mma_sync,
+        64, 64);
+    if (!warpgroup && GradSharedLayout::bytesOf(kernel, op.getHeadDim(),
+                                                op.getValueHeadDim()) >
+                          target->sharedMemoryPerBlock)
       kernel = KernelAttr::get(op.getContext(), KernelKind::mma_sync, 64, 64, 1,
                                1, 1, 0, 0);
     // The op's verifier says why the kernel cannot compute it.
@@ -160,6 +168,10 @@ LogicalResult ChooseKernelPass::chooseGrad(AttentionGradOp op) {
       return failure();
     op.setKernelAttr(kernel);
   }
+  if (kernel.isWarpgroupMma() && !target->hasWarpgroupMma())
+    return op.emitOpError()
+           << "has kernel " << kernel
+           << ", which needs wgmma: only sm_90a has it, not " << chip;
   int64_t bytes =
       GradSharedLayout::bytesOf(kernel, op.getHeadDim(), op.getValueHeadDim());
   if (bytes > target->sharedMemoryPerBlock)

@@ -218,24 +218,23 @@ std::optional<MmaTiles> mma::chooseTiles(const MmaShape &shape,
   return std::nullopt;
 }
 
-namespace {
-/// A shared tile of 16-bit rows padded by 16 bytes.
-int64_t gradTileBytes(int64_t rows, int64_t width) {
-  return rows * (width + 8) * 2;
-}
-} // namespace
-
 GradSharedLayout mma::GradSharedLayout::of(int64_t own, int64_t streamed,
                                            int64_t stages, int64_t first,
-                                           int64_t second, bool withDelta) {
+                                           int64_t second, bool queryGrad,
+                                           bool swizzled) {
+  // Swizzled tiles of 64 or 128 rows are whole multiples of 1024 bytes.
+  auto tileBytes = [&](int64_t rows, int64_t width) {
+    return rows * (swizzled ? width : paddedWidth(width, 2)) * 2;
+  };
   GradSharedLayout layout;
-  layout.ownSecond = gradTileBytes(own, first);
-  layout.streamedFirst = layout.ownSecond + gradTileBytes(own, second);
+  layout.ownSecond = tileBytes(own, first);
+  layout.streamedFirst = layout.ownSecond + tileBytes(own, second);
   layout.streamedSecond =
-      layout.streamedFirst + stages * gradTileBytes(streamed, first);
-  layout.delta =
-      layout.streamedSecond + stages * gradTileBytes(streamed, second);
-  layout.total = layout.delta + (withDelta ? 4 * own : 0);
+      layout.streamedFirst + stages * tileBytes(streamed, first);
+  layout.delta = layout.streamedSecond + stages * tileBytes(streamed, second);
+  layout.lse = layout.delta + 4 * (queryGrad ? own : stages * streamed);
+  layout.total = layout.lse + (queryGrad ? 0 : 4 * stages * streamed) +
+                 (swizzled ? kSwizzleAlignment : 0);
   return layout;
 }
 
@@ -243,6 +242,8 @@ int64_t mma::GradSharedLayout::bytesOf(KernelAttr kernel, int64_t d,
                                        int64_t dv) {
   int64_t q = kernel.getQTile(), kv = kernel.getKvTile();
   int64_t stages = kernel.getStages();
-  return std::max(GradSharedLayout::of(q, kv, stages, d, dv, true).total,
-                  GradSharedLayout::of(kv, q, stages, d, dv, false).total);
+  bool swizzled = kernel.isWarpgroupMma();
+  return std::max(
+      GradSharedLayout::of(q, kv, stages, d, dv, true, swizzled).total,
+      GradSharedLayout::of(kv, q, stages, d, dv, false, swizzled).total);
 }
