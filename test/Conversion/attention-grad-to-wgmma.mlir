@@ -3,8 +3,8 @@
 // launches are those of the mma.sync kernel (attention-grad-to-mma.mlir),
 // with the tiles in wgmma's swizzle layout, made visible to it after each
 // copy, and every contraction a warpgroup's wgmma: S and dP from two
-// shared-memory descriptors, dQ (or dK and dV) with dS (and P) from the
-// registers.
+// shared-memory descriptors (P computed while dP runs), dQ (or dK and dV)
+// with dS (and P) from the registers.
 // RUN: attn-opt %s --attn-choose-kernel=chip=sm_90a | FileCheck %s --check-prefix=CHOOSE
 // RUN: attn-opt %s --attn-choose-kernel="chip=sm_90a strategy=mma-sync" | FileCheck %s --check-prefix=MMASYNC
 // RUN: attn-opt %s --attn-choose-kernel=chip=sm_90a --attn-attention-grad-to-mma | FileCheck %s
@@ -27,12 +27,21 @@
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
 // CHECK-NEXT: gpu.barrier
-// S = Q K^T and dP = dO V^T: 8 k-steps each, one group.
+// S = Q K^T and dP = dO V^T: 8 k-steps each, a group each. P is computed
+// once S has landed, while dP's group runs; dS once dP has.
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK-COUNT-16: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT: wgmma.wait_group.sync.aligned 0;
+// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: wgmma.wait_group.sync.aligned 1;
+// CHECK: scf.if
 // CHECK: math.exp2
+// CHECK: wgmma.wait_group.sync.aligned 0;
+// CHECK: arith.subf
+// CHECK: } else {
+// CHECK: math.exp2
+// CHECK: wgmma.wait_group.sync.aligned 0;
 // dQ += dS K: A from the registers, K MN-major (transposed).
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
@@ -44,7 +53,9 @@
 // CHECK: gpu.launch
 // CHECK: scf.for
 // CHECK-COUNT-16: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// CHECK: wgmma.wait_group.sync.aligned 1;
 // CHECK: math.exp2
+// CHECK: wgmma.wait_group.sync.aligned 0;
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
 // CHECK: nvvm.wgmma.commit.group.sync.aligned

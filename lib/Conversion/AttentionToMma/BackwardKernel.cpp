@@ -67,7 +67,8 @@ private:
   /// wgmma, makes the copied tiles visible to it).
   void tilesLanded();
   /// own rows . streamed rows^T: [16, columns] over `width`, for each
-  /// pair of (own, kept) in `operands`.
+  /// pair of (own, kept) in `operands`; on wgmma, one group each, still
+  /// running (landed waits for them).
   struct RowOperand {
     Value own;
     ArrayRef<Fragment> kept;
@@ -92,20 +93,26 @@ private:
   /// The shared address of `stage` (of buffer `buffer`, if any).
   Value stageAddress(Value stage, Value buffer);
 
-  /// P and dS at one element: score `s` and dP `dp` at query `q` (of head
-  /// `h`) and key `kv`, whose row has logsumexp `lse` and Delta `delta`;
-  /// the masks when `masked`.
-  std::pair<Value, Value> gradientAt(Value s, Value dp, Value h, Value q,
-                                     Value kv, Value lse, Value delta,
-                                     bool masked);
-  /// gradientAt on every element of (s, dp), with the masks where
-  /// `needsMasks` holds; `position(chunk, e)` gives (q, lse, delta, kv).
-  /// Returns P (if `withProbs`) and dS as the A operands of products over
-  /// the columns.
+  /// P at one element: score `s` at query `q` (of head `h`) and key `kv`,
+  /// whose row has logsumexp `lse`, with the masks when `masked`; and the
+  /// score_mod's derivative there (null without a score_mod).
+  std::pair<Value, Value> probabilityAt(Value s, Value h, Value q, Value kv,
+                                        Value lse, bool masked);
+  /// dS = P (dP - Delta) * factor at one element, 0 where P is.
+  Value gradientAt(Value p, Value factor, Value dp, Value delta);
+  /// P and dS on every element of `s` and of the dP `readyDp` returns,
+  /// with the masks where `needsMasks` holds; `position(chunk, e)` gives
+  /// (q, lse, delta, kv). dP is asked for only once every P is computed,
+  /// so that its wgmmas run meanwhile. Returns P (if `withProbs`) and dS
+  /// as the A operands of products over the columns.
   using Position = std::function<std::array<Value, 4>(int64_t, int64_t)>;
   std::pair<SmallVector<Fragment>, SmallVector<Fragment>>
-  gradients(const BandTile &s, const BandTile &dp, Value h, Value needsMasks,
-            bool withProbs, const Position &position);
+  gradients(const BandTile &s, const std::function<BandTile()> &readyDp,
+            Value h, Value needsMasks, bool withProbs,
+            const Position &position);
+  /// `tile` of rowProducts once at most `pending` wgmma groups issued
+  /// after its own are still running (mma.sync products: as it is).
+  BandTile landed(const BandTile &tile, int64_t pending);
 
   /// The streamed tiles a block steps over: how many, the first row of
   /// step j's tile, whether step j (from `first`) needs the masks, and,
@@ -275,7 +282,7 @@ GradBuilder::warpgroupRowProducts(ArrayRef<RowOperand> operands, Value buffer,
                                   int64_t columns) {
   // Both operands K-major: k-step kk lies in swizzled tile kk / steps,
   // 32 bytes per step within; warpgroup w's own rows start 64 w rows in.
-  SmallVector<Value> all;
+  SmallVector<BandTile> products;
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   for (const RowOperand &operand : operands) {
     Swizzle swizzle = Swizzle::forWidth(operand.width);
@@ -299,11 +306,10 @@ GradBuilder::warpgroupRowProducts(ArrayRef<RowOperand> operands, Value buffer,
                             tile * columns * swizzle.rowBytes + within),
           /*transposeB=*/false, /*accumulate=*/kk > 0);
     }
-    all.append(out);
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    products.push_back(tilesOf(out, 1, columns / kChunk)[0]);
   }
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  all = warpgroupWait(b, loc, all, 0);
-  return tilesOf(all, operands.size(), columns / kChunk);
+  return products;
 }
 
 void GradBuilder::warpgroupAccumulate(ArrayRef<Accumulation> sums,
@@ -344,9 +350,9 @@ void GradBuilder::warpgroupAccumulate(ArrayRef<Accumulation> sums,
   }
 }
 
-std::pair<Value, Value> GradBuilder::gradientAt(Value s, Value dp, Value h,
-                                                Value q, Value kv, Value lse,
-                                                Value delta, bool masked) {
+std::pair<Value, Value> GradBuilder::probabilityAt(Value s, Value h, Value q,
+                                                   Value kv, Value lse,
+                                                   bool masked) {
   Value zero = f32c(0.0);
   Value x = arith::MulFOp::create(b, loc, s, f32c(op.getScaleValue()));
   Value factor;
@@ -380,6 +386,11 @@ std::pair<Value, Value> GradBuilder::gradientAt(Value s, Value dp, Value h,
           b, loc, arith::MulFOp::create(b, loc, x, f32c(kLog2E)), lse2));
   p = arith::SelectOp::create(b, loc, LLVM::FreezeOp::create(b, loc, keep), p,
                               zero);
+  return {p, factor};
+}
+
+Value GradBuilder::gradientAt(Value p, Value factor, Value dp, Value delta) {
+  Value zero = f32c(0.0);
   Value ds = arith::MulFOp::create(b, loc, p,
                                    arith::SubFOp::create(b, loc, dp, delta));
   if (factor)
@@ -387,14 +398,12 @@ std::pair<Value, Value> GradBuilder::gradientAt(Value s, Value dp, Value h,
   // A masked or underflowed P gives 0 even where the factor is infinite.
   Value none =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, p, zero);
-  ds = arith::SelectOp::create(b, loc, none, zero, ds);
-  return {p, ds};
+  return arith::SelectOp::create(b, loc, none, zero, ds);
 }
 
-std::pair<SmallVector<Fragment>, SmallVector<Fragment>>
-GradBuilder::gradients(const BandTile &s, const BandTile &dp, Value h,
-                       Value needsMasks, bool withProbs,
-                       const Position &position) {
+std::pair<SmallVector<Fragment>, SmallVector<Fragment>> GradBuilder::gradients(
+    const BandTile &s, const std::function<BandTile()> &readyDp, Value h,
+    Value needsMasks, bool withProbs, const Position &position) {
   int64_t chunks = s.size();
   // Each branch yields packed A operands: half the registers of the f32
   // values across the branch.
@@ -406,15 +415,20 @@ GradBuilder::gradients(const BandTile &s, const BandTile &dp, Value h,
   for (bool masked : {true, false}) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(masked ? split.thenBlock() : split.elseBlock());
-    BandTile p(chunks), ds(chunks);
+    BandTile p(chunks), factors(chunks), deltas(chunks), ds(chunks);
     for (int64_t chunk = 0; chunk < chunks; ++chunk)
       for (int64_t e = 0; e < 4; ++e) {
         auto [q, lse, delta, kv] = position(chunk, e);
-        auto [pe, dse] =
-            gradientAt(s[chunk][e], dp[chunk][e], h, q, kv, lse, delta, masked);
+        auto [pe, factor] = probabilityAt(s[chunk][e], h, q, kv, lse, masked);
         p[chunk].push_back(pe);
-        ds[chunk].push_back(dse);
+        factors[chunk].push_back(factor);
+        deltas[chunk].push_back(delta);
       }
+    BandTile dp = readyDp();
+    for (int64_t chunk = 0; chunk < chunks; ++chunk)
+      for (int64_t e = 0; e < 4; ++e)
+        ds[chunk].push_back(gradientAt(p[chunk][e], factors[chunk][e],
+                                       dp[chunk][e], deltas[chunk][e]));
     SmallVector<Value> yields;
     if (withProbs)
       yields = flattenTiles({BandTile(asOperand(p))});
@@ -429,6 +443,13 @@ GradBuilder::gradients(const BandTile &s, const BandTile &dp, Value h,
     return {{}, operands(results)};
   return {operands(results.take_front(words)),
           operands(results.drop_front(words))};
+}
+
+BandTile GradBuilder::landed(const BandTile &tile, int64_t pending) {
+  if (!warpgroup)
+    return tile;
+  return tilesOf(warpgroupWait(b, loc, flattenTiles({tile}), pending), 1,
+                 tile.size())[0];
 }
 
 void GradBuilder::copyRowStats(Value h, Value q0, Value buffer) {
@@ -699,9 +720,11 @@ void GradBuilder::buildQueryGrad() {
         rowProducts({{k.ownFirst, queryFragments, k.streamedFirst, d},
                      {k.ownSecond, gradFragments, k.streamedSecond, dv}},
                     buffer, kvTile);
-    const BandTile &s = products[0], &dp = products[1];
+    // P while dP's wgmmas run.
+    BandTile s = landed(products[0], 1);
+    auto readyDp = [&] { return landed(products[1], 0); };
     SmallVector<Fragment> ds =
-        gradients(s, dp, h, needsMasks, /*withProbs=*/false,
+        gradients(s, readyDp, h, needsMasks, /*withProbs=*/false,
                   [&](int64_t chunk, int64_t e) {
                     Value kv = add(kv0, add(t2, c(kChunk * chunk + e % 2)));
                     return std::array<Value, 4>{rows[e / 2], lses[e / 2],
@@ -821,9 +844,11 @@ void GradBuilder::buildKeyValueGrad() {
         rowProducts({{k.ownFirst, keyFragments, k.streamedFirst, d},
                      {k.ownSecond, valueFragments, k.streamedSecond, dv}},
                     buffer, qTile);
-    const BandTile &s = products[0], &dp = products[1];
+    // P^T while dP^T's wgmmas run.
+    BandTile s = landed(products[0], 1);
+    auto readyDp = [&] { return landed(products[1], 0); };
     auto [p, ds] = gradients(
-        s, dp, h, needsMasks, /*withProbs=*/true,
+        s, readyDp, h, needsMasks, /*withProbs=*/true,
         [&](int64_t chunk, int64_t e) {
           // The column's L and Delta, read where they are used.
           Value column = add(t2, c(kChunk * chunk + e % 2));
