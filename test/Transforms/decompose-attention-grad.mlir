@@ -36,7 +36,7 @@
 // dK and dV go to bf16 at the end.
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 
-// GPU: error: 'attn.attention_grad' op cannot run on the mma_sync backward kernel: it needs f16 or bf16 inputs, not 'f32'
+// GPU: error: 'attn.attention_grad' op cannot run on the wgmma backward kernel: it needs f16 or bf16 inputs, not 'f32'
 
 func.func @grad(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>, %o: tensor<?x8x?x64xbf16>, %do: tensor<?x8x?x64xbf16>, %l: tensor<?x8x?xf32>, %dq: tensor<?x8x?x64xf32>, %dk: tensor<?x2x?x64xf32>, %dv: tensor<?x2x?x64xbf16>) -> (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xbf16>) {
   %r:3 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>)
