@@ -206,11 +206,12 @@ struct ArgumentType {
 /// What a function computes: the attn op it was compiled from, as the
 /// compiler recorded it before lowering (attn.computes).
 struct Computation {
-  /// "attention" or "softmax".
+  /// "attention", "attention_grad" (its gradients) or "softmax".
   std::string op;
   /// The element type of the inputs (attention: q, k and v).
   std::string dtype;
-  /// Attention only from here on.
+  /// Attention and its gradients only from here on (the gradients record
+  /// no logsumexp or block mask).
   int64_t headDim = 0, valueHeadDim = 0;
   float scale = 0;
   bool causal = false, logsumexp = false, blockMask = false;

@@ -291,9 +291,10 @@ bool readComputes(const JsonValue *json, Function &function,
     std::string where =
         "\"computes\" entry " + std::to_string(function.computes.size());
     const std::string *op = c.getString("op"), *dtype = c.getString("dtype");
-    if (!op || (*op != "attention" && *op != "softmax")) {
+    if (!op ||
+        (*op != "attention" && *op != "attention_grad" && *op != "softmax")) {
       error = where + " has unknown op " + quoted(op ? *op : "") +
-              " (expected attention or softmax)";
+              " (expected attention, attention_grad or softmax)";
       return false;
     }
     if (!dtype || !dtypeBytes(*dtype)) {
@@ -302,7 +303,7 @@ bool readComputes(const JsonValue *json, Function &function,
     }
     computation.op = *op;
     computation.dtype = *dtype;
-    if (*op == "attention") {
+    if (*op != "softmax") {
       const JsonValue *scale = c.get("scale");
       if (!c.get("head_dim") ||
           !c.get("head_dim")->integer(computation.headDim) ||

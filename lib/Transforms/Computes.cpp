@@ -24,8 +24,7 @@ std::string typeName(Type type) {
 /// (xxh3, in hex) of its printed ops tells regions apart when they have no
 /// name; the program (RegionProgram.h) is what a runner's reference
 /// evaluates, left out when the region holds an op it cannot.
-DictionaryAttr regionRecord(AttentionOp op, Region &region,
-                            StringRef nameAttr) {
+DictionaryAttr regionRecord(Operation *op, Region &region, StringRef nameAttr) {
   std::string text;
   llvm::raw_string_ostream os(text);
   for (Type type : region.front().getArgumentTypes())
@@ -35,7 +34,7 @@ DictionaryAttr regionRecord(AttentionOp op, Region &region,
     inner.print(os, state);
     os << "\n";
   }
-  Builder b(op.getContext());
+  Builder b(op->getContext());
   std::string digest =
       llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true, 16);
   SmallVector<NamedAttribute> fields = {
@@ -50,7 +49,7 @@ DictionaryAttr regionRecord(AttentionOp op, Region &region,
       });
   if (program)
     fields.push_back(b.getNamedAttr(
-        "program", regionProgramAttr(*program, op.getContext())));
+        "program", regionProgramAttr(*program, op->getContext())));
   else
     llvm::consumeError(program.takeError());
   return b.getDictionaryAttr(fields);
@@ -87,6 +86,30 @@ DictionaryAttr record(AttentionOp op) {
   return b.getDictionaryAttr(fields);
 }
 
+/// The backward records what its forward does, less the logsumexp and
+/// block-mask flags (it reads the forward's logsumexp and builds its own
+/// lists): the gradients of that attention.
+DictionaryAttr record(AttentionGradOp op) {
+  Builder b(op.getContext());
+  SmallVector<NamedAttribute> fields = {
+      b.getNamedAttr("op", b.getStringAttr("attention_grad")),
+      b.getNamedAttr("dtype", b.getStringAttr(typeName(
+                                  op.getQuery().getType().getElementType()))),
+      b.getNamedAttr("head_dim", b.getI64IntegerAttr(op.getHeadDim())),
+      b.getNamedAttr("value_head_dim",
+                     b.getI64IntegerAttr(op.getValueHeadDim())),
+      b.getNamedAttr("scale", b.getF32FloatAttr(op.getScaleValue())),
+      b.getNamedAttr("causal", b.getBoolAttr(op.getCausal()))};
+  if (op.hasMaskMod())
+    fields.push_back(b.getNamedAttr(
+        "mask_mod", regionRecord(op, op.getMaskMod(), kMaskModNameAttrName)));
+  if (op.hasScoreMod())
+    fields.push_back(
+        b.getNamedAttr("score_mod", regionRecord(op, op.getScoreMod(),
+                                                 kScoreModNameAttrName)));
+  return b.getDictionaryAttr(fields);
+}
+
 DictionaryAttr record(SoftmaxOp op) {
   Builder b(op.getContext());
   return b.getDictionaryAttr(
@@ -105,6 +128,8 @@ ArrayAttr mlir::attn::computesAttr(func::FuncOp func) {
       // A tile of a larger problem says nothing about the function's.
       if (attention.getOffsets().empty())
         records.push_back(record(attention));
+    } else if (auto grad = dyn_cast<AttentionGradOp>(op)) {
+      records.push_back(record(grad));
     } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
       records.push_back(record(softmax));
     }

@@ -26,7 +26,7 @@ struct RecordShapeContractPass
         continue;
       bool hasAttnOps = false;
       func.walk([&](Operation *op) {
-        if (isa<AttentionOp, SoftmaxOp, BlockMaskFieldOp>(op))
+        if (isa<AttentionOp, AttentionGradOp, SoftmaxOp, BlockMaskFieldOp>(op))
           hasAttnOps = true;
       });
       if (!hasAttnOps)

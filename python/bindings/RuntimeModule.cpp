@@ -150,13 +150,15 @@ public:
       nb::dict d;
       d["op"] = c.op;
       d["dtype"] = c.dtype;
-      if (c.op == "attention") {
+      if (c.op != "softmax") {
         d["head_dim"] = c.headDim;
         d["value_head_dim"] = c.valueHeadDim;
         d["scale"] = c.scale;
         d["causal"] = c.causal;
-        d["logsumexp"] = c.logsumexp;
-        d["block_mask"] = c.blockMask;
+        if (c.op == "attention") {
+          d["logsumexp"] = c.logsumexp;
+          d["block_mask"] = c.blockMask;
+        }
         d["mask_mod"] = c.maskMod.present ? nb::object(regionDict(c.maskMod))
                                           : nb::object(nb::none());
         d["score_mod"] = c.scoreMod.present ? nb::object(regionDict(c.scoreMod))

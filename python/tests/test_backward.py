@@ -429,6 +429,12 @@ def test_compile_gpu_writes_the_backward_kernels(tmp_path, mask, launches):
              attn._runtime.Bundle(str(tmp_path / "bundle.json")).args(
                  "attention_grad")]
     assert len(names) == len(kernel.arg_types) == 9 + (mask == "document")
+    # The bundle records what the backward computes.
+    (computes,) = kernel.computes
+    assert computes["op"] == "attention_grad" and computes["causal"]
+    assert computes["dtype"] == "bf16" and computes["head_dim"] == 64
+    assert "logsumexp" not in computes
+    assert (computes["mask_mod"] or {}).get("name") == mask
 
 
 @needs_compiler

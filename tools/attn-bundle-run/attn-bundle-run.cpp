@@ -13,13 +13,16 @@
 // captures and lists) as attn-run's variants. The reference takes causal,
 // the scale and the mask_mod and score_mod regions (the ops the bundle
 // records, evaluated here) from what the bundle records it computes;
-// --causal and --window, when given, must agree with it.
+// --causal and --window, when given, must agree with it. A function that
+// records it computes attention_grad is checked as a backward (Backward.h).
 // Options, the bundle, the argument shapes (against the bundle's shape
 // contract), the launch sizes and the memory needed are all checked before
 // the driver opens; every error exits with status 2 and a message.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Backward.h"
+#include "Common.h"
 #include "Options.h"
 
 #include "AttnRuntime/Bundle.h"
@@ -45,16 +48,6 @@ using namespace attn_runtime;
 using namespace attn_bundle_run;
 
 namespace {
-
-bool elementKind(const std::string &name, ElementKind &kind) {
-  for (ElementKind k : {ElementKind::F32, ElementKind::F16, ElementKind::BF16,
-                        ElementKind::I32, ElementKind::I64, ElementKind::Index})
-    if (name == elementName(k)) {
-      kind = k;
-      return true;
-    }
-  return false;
-}
 
 /// Whether `expr` needs the GPU's SM count, known only once the driver is
 /// open.
@@ -141,7 +134,19 @@ bool isBlockList(const std::string &name, bool &qSide, bool &counts) {
 }
 
 /// The machine's memory, or INT64_MAX when it cannot tell.
-int64_t physicalMemory() {
+} // namespace
+
+bool attn_bundle_run::elementKind(const std::string &name, ElementKind &kind) {
+  for (ElementKind k : {ElementKind::F32, ElementKind::F16, ElementKind::BF16,
+                        ElementKind::I32, ElementKind::I64, ElementKind::Index})
+    if (name == elementName(k)) {
+      kind = k;
+      return true;
+    }
+  return false;
+}
+
+int64_t attn_bundle_run::physicalMemory() {
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
   int64_t bytes;
   if (pages <= 0 || pageSize <= 0 ||
@@ -150,7 +155,27 @@ int64_t physicalMemory() {
   return bytes;
 }
 
-} // namespace
+void attn_bundle_run::checkLaunchSizes(
+    const Function &function, const std::vector<std::vector<int64_t>> &shapes) {
+  std::vector<Argument> dry(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i)
+    dry[i].shape = shapes[i];
+  std::string error;
+  for (const Launch &launch : function.launches) {
+    std::vector<const Expr *> sizes = {&launch.sharedMemoryBytes,
+                                       &launch.workspaceBytes,
+                                       &launch.scratchBytes};
+    for (int d = 0; d < 3; ++d)
+      sizes.insert(sizes.end(), {&launch.grid[d], &launch.block[d]});
+    for (const Operand &operand : launch.operands)
+      if (operand.kind == Operand::Kind::Int)
+        sizes.push_back(&operand.value);
+    int64_t value;
+    for (const Expr *size : sizes)
+      if (!usesSmCount(*size) && !evaluateIndex(*size, dry, value, error))
+        fail("launch of '" + launch.kernel + "': " + error);
+  }
+}
 
 int run(int argc, char **argv) {
   Options o = parseOptions(argc, argv);
@@ -164,6 +189,9 @@ int run(int argc, char **argv) {
           : bundle.function(o.function);
   if (!function)
     fail("the bundle has no function '" + o.function + "'");
+  if (!function->computes.empty() &&
+      function->computes.front().op == "attention_grad")
+    return runBackward(o, bundle, *function);
   size_t numArgs = function->args.size();
   if (numArgs < 4)
     fail("@" + function->name +
@@ -263,25 +291,7 @@ int run(int argc, char **argv) {
   if (!error.empty())
     fail(error);
   // Launch sizes that do not depend on the GPU can be checked now.
-  {
-    std::vector<Argument> dry(numArgs);
-    for (size_t i = 0; i < numArgs; ++i)
-      dry[i].shape = shapes[i];
-    for (const Launch &launch : function->launches) {
-      std::vector<const Expr *> sizes = {&launch.sharedMemoryBytes,
-                                         &launch.workspaceBytes,
-                                         &launch.scratchBytes};
-      for (int d = 0; d < 3; ++d)
-        sizes.insert(sizes.end(), {&launch.grid[d], &launch.block[d]});
-      for (const Operand &operand : launch.operands)
-        if (operand.kind == Operand::Kind::Int)
-          sizes.push_back(&operand.value);
-      int64_t value;
-      for (const Expr *size : sizes)
-        if (!usesSmCount(*size) && !evaluateIndex(*size, dry, value, error))
-          fail("launch of '" + launch.kernel + "': " + error);
-    }
-  }
+  checkLaunchSizes(*function, shapes);
 
   // Host memory: the buffers, and the float64 reference's output and
   // logsumexp; a run that cannot fit fails here, with the byte count,

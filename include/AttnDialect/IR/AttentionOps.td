@@ -219,13 +219,14 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     bit for bit.
 
     On the GPU, `kernel` (set by `attn-choose-kernel`) is an `mma_sync`
-    kernel of one band: a block of `q_tile / 16` warps computes dQ (and
-    Delta) for `q_tile` query rows, stepping over the keys `kv_tile` at a
-    time, and a block of `kv_tile / 16` warps computes dK and dV for
-    `kv_tile` keys, stepping over the rows of every query head of its kv
-    head `q_tile` at a time; `stages` buffers the streamed tiles. It needs
-    f16 or bf16 inputs, head dims that are multiples of 16 up to 128, and
-    no `wrt` tensors.
+    or (sm_90a) `wgmma` kernel of one band: a block of `q_tile / 16` warps
+    computes dQ (and Delta) for `q_tile` query rows, stepping over the keys
+    `kv_tile` at a time, and a block of `kv_tile / 16` warps computes dK
+    and dV for `kv_tile` keys, stepping over the rows of every query head
+    of its kv head `q_tile` at a time; `stages` buffers the streamed tiles.
+    It needs f16 or bf16 inputs, head dims that are multiples of 16 up to
+    128 (for `wgmma` 16, 32, 64 or 128, with tiles of 64 or 128 rows and
+    two stages), and no `wrt` tensors.
 
     ```mlir
     %dq, %dk, %dv = attn.attention_grad
