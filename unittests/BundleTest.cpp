@@ -253,8 +253,8 @@ TEST(RuntimeBundle, ValidationErrorsNameWhatIsWrong) {
        "[...]}"},
       // What it computes.
       {R"("op": "attention")", R"("op": "matmul")",
-       "\"computes\" entry 0 has unknown op 'matmul' (expected attention or "
-       "softmax)"},
+       "\"computes\" entry 0 has unknown op 'matmul' (expected attention, "
+       "attention_grad or softmax)"},
       {R"("dtype": "f16", "head_dim")", R"("dtype": "fp16", "head_dim")",
        "\"computes\" entry 0 has unknown dtype 'fp16'"},
       {R"("head_dim": 64,)", "",

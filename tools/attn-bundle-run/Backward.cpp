@@ -78,11 +78,13 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
     shapes.push_back(shape);
   }
   std::vector<ElementKind> kinds(numArgs);
-  std::vector<size_t> bytes(numArgs);
+  std::vector<int64_t> bytes(numArgs);
+  std::vector<std::string> names;
   int64_t total = 0;
   for (size_t i = 0; i < numArgs; ++i) {
     const ArgumentType &arg = function.args[i];
-    std::string name = i < NumRoles ? kRoleNames[i] : arg.name;
+    names.push_back(i < NumRoles ? kRoleNames[i] : arg.name);
+    const std::string &name = names.back();
     bool floats = i == Lse ? arg.dtype == "f32" : arg.dtype == c.dtype;
     if (arg.shape.size() != shapes[i].size() ||
         !elementKind(arg.dtype, kinds[i]) || (i < NumRoles && !floats))
@@ -101,7 +103,7 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
     for (int64_t extent : shapes[i])
       if (__builtin_mul_overflow(size, extent, &size))
         fail(name + " is too large: its size in bytes overflows int64");
-    bytes[i] = static_cast<size_t>(size);
+    bytes[i] = size;
     // The host holds each buffer and a float64 gradient per input.
     int64_t host = i <= V ? 5 * size : size;
     if (__builtin_add_overflow(total, host, &total) || total > physicalMemory())
@@ -117,14 +119,7 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
   CudaDriver driver;
   if (!driver.open(error))
     fail(error);
-  std::vector<Argument> args(numArgs);
-  for (size_t i = 0; i < numArgs; ++i) {
-    args[i].shape = shapes[i];
-    if (!driver.allocate(bytes[i], args[i].address, error))
-      fail("cannot allocate " + std::to_string(bytes[i]) +
-           " bytes on the GPU for argument " + std::to_string(i) + ": " +
-           error);
-  }
+  std::vector<Argument> args = allocateArguments(driver, shapes, bytes, names);
   std::vector<std::unique_ptr<HostTensor>> host;
   try {
     for (size_t i = 0; i < numArgs; ++i)

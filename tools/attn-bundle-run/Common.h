@@ -4,6 +4,7 @@
 #define ATTN_BUNDLE_RUN_COMMON_H
 
 #include "AttnRuntime/Bundle.h"
+#include "AttnRuntime/CudaDriver.h"
 #include "AttnRuntime/HostTensor.h"
 
 #include <cstdint>
@@ -22,6 +23,14 @@ int64_t physicalMemory();
 /// on the GPU cannot be evaluated for arguments of `shapes`.
 void checkLaunchSizes(const attn_runtime::Function &function,
                       const std::vector<std::vector<int64_t>> &shapes);
+
+/// Device buffers of `bytes[i]` bytes for arguments of `shapes`; fails
+/// (status 2) naming `names[i]` when the GPU cannot hold one.
+std::vector<attn_runtime::Argument>
+allocateArguments(attn_runtime::CudaDriver &driver,
+                  const std::vector<std::vector<int64_t>> &shapes,
+                  const std::vector<int64_t> &bytes,
+                  const std::vector<std::string> &names);
 
 } // namespace attn_bundle_run
 

@@ -177,6 +177,20 @@ void attn_bundle_run::checkLaunchSizes(
   }
 }
 
+std::vector<Argument> attn_bundle_run::allocateArguments(
+    CudaDriver &driver, const std::vector<std::vector<int64_t>> &shapes,
+    const std::vector<int64_t> &bytes, const std::vector<std::string> &names) {
+  std::vector<Argument> args(shapes.size());
+  std::string error;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    args[i].shape = shapes[i];
+    if (!driver.allocate(bytes[i], args[i].address, error))
+      fail("cannot allocate " + std::to_string(bytes[i]) +
+           " bytes on the GPU for " + names[i] + ": " + error);
+  }
+  return args;
+}
+
 int run(int argc, char **argv) {
   Options o = parseOptions(argc, argv);
   Bundle bundle;
@@ -322,13 +336,7 @@ int run(int argc, char **argv) {
   CudaDriver driver;
   if (!driver.open(error))
     fail(error);
-  std::vector<Argument> args(numArgs);
-  for (size_t i = 0; i < numArgs; ++i) {
-    args[i].shape = shapes[i];
-    if (!driver.allocate(bytes[i], args[i].address, error))
-      fail("cannot allocate " + std::to_string(bytes[i]) +
-           " bytes on the GPU for " + names[i] + ": " + error);
-  }
+  std::vector<Argument> args = allocateArguments(driver, shapes, bytes, names);
 
   std::vector<std::unique_ptr<HostTensor>> host;
   for (size_t i = 0; i < numArgs; ++i) {

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BackwardKernel.h"
+#include "WarpgroupMma.h"
 
 #include "AttnDialect/Conversion/Passes.h"
 #include "AttnDialect/Transforms/DeriveBlockMasks.h"
@@ -163,18 +164,8 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
         MemRefType::get({ShapedType::kDynamic}, rewriter.getI8Type(),
                         MemRefLayoutAttrInterface{}, workgroup));
     // wgmma reads swizzled tiles from a 1024-byte-aligned base.
-    Value alignedBase = index(0);
-    if (swizzled) {
-      Value address = memref::ExtractAlignedPointerAsIndexOp::create(
-          rewriter, loc, rewriter.getIndexType(), shared);
-      Value alignment = index(kSwizzleAlignment);
-      Value misaligned =
-          arith::RemUIOp::create(rewriter, loc, address, alignment);
-      alignedBase = arith::RemUIOp::create(
-          rewriter, loc,
-          arith::SubIOp::create(rewriter, loc, alignment, misaligned),
-          alignment);
-    }
+    Value alignedBase =
+        swizzled ? swizzleAlignedBase(rewriter, loc, shared) : index(0);
     auto view = [&](int64_t byteOffset, ArrayRef<int64_t> dims, Type type) {
       return memref::ViewOp::create(
           rewriter, loc,

@@ -151,18 +151,8 @@ LogicalResult AttentionToMmaPass::lower(RewriterBase &rewriter,
                         MemRefLayoutAttrInterface{}, workgroup));
     Type element = op.getQueryType().getElementType();
     // wgmma reads swizzled tiles from a 1024-byte-aligned base.
-    Value base = index(0);
-    if (tiles.swizzled()) {
-      Value address = memref::ExtractAlignedPointerAsIndexOp::create(
-          rewriter, loc, rewriter.getIndexType(), shared);
-      Value alignment = index(kSwizzleAlignment);
-      Value misaligned =
-          arith::RemUIOp::create(rewriter, loc, address, alignment);
-      base = arith::RemUIOp::create(
-          rewriter, loc,
-          arith::SubIOp::create(rewriter, loc, alignment, misaligned),
-          alignment);
-    }
+    Value base =
+        tiles.swizzled() ? swizzleAlignedBase(rewriter, loc, shared) : index(0);
     auto view = [&](int64_t byteOffset, ArrayRef<int64_t> dims, Type type) {
       Value offset =
           arith::AddIOp::create(rewriter, loc, base, index(byteOffset));

@@ -90,8 +90,6 @@ private:
   SmallVector<BandTile> warpgroupRowProducts(ArrayRef<RowOperand> operands,
                                              Value buffer, int64_t columns);
   void warpgroupAccumulate(ArrayRef<Accumulation> sums, Value buffer);
-  /// The shared address of `stage` (of buffer `buffer`, if any).
-  Value stageAddress(Value stage, Value buffer);
 
   /// P at one element: score `s` at query `q` (of head `h`) and key `kv`,
   /// whose row has logsumexp `lse`, with the masks when `masked`; and the
@@ -267,16 +265,6 @@ void GradBuilder::accumulate(ArrayRef<Accumulation> sums, Value buffer) {
   }
 }
 
-Value GradBuilder::stageAddress(Value stage, Value buffer) {
-  auto type = cast<MemRefType>(stage.getType());
-  Value address = memref::ExtractAlignedPointerAsIndexOp::create(
-      b, loc, b.getIndexType(), stage);
-  if (!buffer)
-    return address;
-  int64_t bufferBytes = type.getNumElements() / type.getDimSize(0) * 2;
-  return add(address, mul(buffer, c(bufferBytes)));
-}
-
 SmallVector<BandTile>
 GradBuilder::warpgroupRowProducts(ArrayRef<RowOperand> operands, Value buffer,
                                   int64_t columns) {
@@ -289,10 +277,11 @@ GradBuilder::warpgroupRowProducts(ArrayRef<RowOperand> operands, Value buffer,
     int64_t ownRows = cast<MemRefType>(operand.own.getType()).getDimSize(1);
     Value warpgroupRows = mul(div(k.tid, 128), c(64 * swizzle.rowBytes));
     Value ownDescriptor = swizzledDescriptor(
-        b, loc, swizzle, add(stageAddress(operand.own, Value()), warpgroupRows),
+        b, loc, swizzle,
+        add(stageAddress(b, loc, operand.own, Value()), warpgroupRows),
         /*leadingBytes=*/16, /*strideBytes=*/8 * swizzle.rowBytes);
     Value streamedDescriptor = swizzledDescriptor(
-        b, loc, swizzle, stageAddress(operand.streamed, buffer),
+        b, loc, swizzle, stageAddress(b, loc, operand.streamed, buffer),
         /*leadingBytes=*/16, /*strideBytes=*/8 * swizzle.rowBytes);
     int64_t stepsPerTile = swizzle.columns() / 16;
     SmallVector<Value> out(columns / 2, LLVM::UndefOp::create(b, loc, f32));
@@ -322,10 +311,10 @@ void GradBuilder::warpgroupAccumulate(ArrayRef<Accumulation> sums,
     // apart, k-step kk 16 rows in.
     Swizzle swizzle = Swizzle::forWidth(width);
     int64_t rows = cast<MemRefType>(sum.streamed.getType()).getDimSize(2);
-    Value descriptor =
-        swizzledDescriptor(b, loc, swizzle, stageAddress(sum.streamed, buffer),
-                           /*leadingBytes=*/rows * swizzle.rowBytes,
-                           /*strideBytes=*/8 * swizzle.rowBytes);
+    Value descriptor = swizzledDescriptor(
+        b, loc, swizzle, stageAddress(b, loc, sum.streamed, buffer),
+        /*leadingBytes=*/rows * swizzle.rowBytes,
+        /*strideBytes=*/8 * swizzle.rowBytes);
     SmallVector<Value> acc = flattenTiles({sum.acc});
     for (auto [kk, operand] : llvm::enumerate(sum.a)) {
       SmallVector<Value> a;

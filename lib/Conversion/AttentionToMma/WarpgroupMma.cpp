@@ -6,11 +6,34 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::attn;
+
+Value mma::stageAddress(OpBuilder &b, Location loc, Value stage, Value buffer) {
+  auto type = cast<MemRefType>(stage.getType());
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(
+      b, loc, b.getIndexType(), stage);
+  if (!buffer)
+    return address;
+  int64_t bufferBytes = type.getNumElements() / type.getDimSize(0) * 2;
+  return arith::AddIOp::create(
+      b, loc, address,
+      arith::MulIOp::create(
+          b, loc, buffer, arith::ConstantIndexOp::create(b, loc, bufferBytes)));
+}
+
+Value mma::swizzleAlignedBase(OpBuilder &b, Location loc, Value shared) {
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(
+      b, loc, b.getIndexType(), shared);
+  Value alignment = arith::ConstantIndexOp::create(b, loc, kSwizzleAlignment);
+  Value misaligned = arith::RemUIOp::create(b, loc, address, alignment);
+  return arith::RemUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, alignment, misaligned), alignment);
+}
 
 Value mma::swizzledColumn(OpBuilder &b, Location loc, Swizzle swizzle,
                           Value row, Value col) {

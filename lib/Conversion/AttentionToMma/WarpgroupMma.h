@@ -18,6 +18,14 @@
 
 namespace mlir::attn::mma {
 
+/// The shared byte address (an index) of `stage`, a memref of 16-bit
+/// elements, or of its buffer `buffer` (along dim 0) when given.
+Value stageAddress(OpBuilder &b, Location loc, Value stage, Value buffer);
+
+/// The offset into `shared` (dynamic shared memory, i8) of its first
+/// kSwizzleAlignment-aligned byte, from which swizzled tiles are laid out.
+Value swizzleAlignedBase(OpBuilder &b, Location loc, Value shared);
+
 /// The column at which the 16-byte chunk holding column `col` (a multiple
 /// of 8 below swizzle.columns()) of `row` is stored in a swizzled tile.
 Value swizzledColumn(OpBuilder &b, Location loc, Swizzle swizzle, Value row,

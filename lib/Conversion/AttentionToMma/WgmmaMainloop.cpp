@@ -34,13 +34,7 @@ void BlockBuilder::waitGroupsForWgmma(int32_t pending) {
 }
 
 Value BlockBuilder::stageAddress(Value stage, Value buffer) {
-  auto type = cast<MemRefType>(stage.getType());
-  Value address = memref::ExtractAlignedPointerAsIndexOp::create(
-      b, loc, b.getIndexType(), stage);
-  if (!buffer)
-    return address;
-  int64_t bufferBytes = type.getNumElements() / type.getDimSize(0) * 2;
-  return add(address, mul(buffer, c(bufferBytes)));
+  return mma::stageAddress(b, loc, stage, buffer);
 }
 
 SmallVector<Value> BlockBuilder::issueScores(Value buffer) {
