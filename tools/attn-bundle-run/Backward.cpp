@@ -105,8 +105,9 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
         fail(name + " is too large: its size in bytes overflows int64");
     bytes[i] = size;
     // The host holds each buffer and a float64 gradient per input.
-    int64_t host = i <= V ? 5 * size : size;
-    if (__builtin_add_overflow(total, host, &total) || total > physicalMemory())
+    int64_t host;
+    if (__builtin_mul_overflow(size, i <= V ? 5 : 1, &host) ||
+        __builtin_add_overflow(total, host, &total) || total > physicalMemory())
       fail("cannot allocate " + std::to_string(host) + " bytes for " + name +
            ": the run needs more host memory than this machine's " +
            std::to_string(physicalMemory()) + " bytes");
