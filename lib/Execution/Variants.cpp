@@ -303,7 +303,7 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
     results += ", " + lseType;
   }
   args += captures;
-  std::string blockMask, blockMaskUse;
+  std::string blockMask, blockMaskArgs, blockMaskUse;
   if (spec.givenBlockMask) {
     int64_t block = spec.givenBlockMask;
     if (llvm::Error error = checkBlockSize(block))
@@ -313,20 +313,29 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
     std::string maskType =
         llvm::formatv("!attn.block_mask<q_block = {0}, kv_block = {0}>", block);
     // One block mask for every batch and head, as FlexAttention's B = H =
-    // None: the runtime checks the static 1s.
+    // None: the runtime checks the static 1s. The backward's dK/dV kernel
+    // walks the q side too.
     const char *counts = "tensor<1x1x?xi32>", *indices = "tensor<1x1x?x?xi32>";
-    args += llvm::formatv(
-        ", %kv_num_blocks: {0}, %kv_indices: {1}, %full_kv_num_blocks: {0}, "
-        "%full_kv_indices: {1}",
-        counts, indices);
-    blockMask = llvm::formatv(
-        R"(
-  %bm = attn.make_block_mask kv(%kv_num_blocks, %kv_indices : {0}, {1})
-      full_kv(%full_kv_num_blocks, %full_kv_indices : {0}, {1}) : {2})",
-        counts, indices, maskType);
+    std::string sides;
+    for (const char *side : {"kv", "q"}) {
+      if (side[0] == 'q' && !spec.backward)
+        break;
+      blockMaskArgs += llvm::formatv(
+          ", %{2}_num_blocks: {0}, %{2}_indices: {1}, %full_{2}_num_blocks: "
+          "{0}, %full_{2}_indices: {1}",
+          counts, indices, side);
+      sides += llvm::formatv(R"(
+      {2}(%{2}_num_blocks, %{2}_indices : {0}, {1})
+      full_{2}(%full_{2}_num_blocks, %full_{2}_indices : {0}, {1}))",
+                             counts, indices, side);
+    }
+    blockMask = llvm::formatv(R"(
+  %bm = attn.make_block_mask{0} : {1})",
+                              sides, maskType);
     blockMaskUse = " block_mask(%bm : " + maskType + ")";
   }
 
+  args += blockMaskArgs;
   std::string regions;
   if (!scoreBody.empty())
     regions += std::string("\n      score_mod {\n      ") + kScoreArgs +
@@ -357,9 +366,6 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
   if (spec.captureGrads && !spec.backward)
     return llvm::createStringError("capture gradients need the backward");
   if (spec.backward) {
-    if (spec.givenBlockMask)
-      return llvm::createStringError(
-          "the backward takes no block mask yet: leave out the given one");
     // The built-ins' one float capture is ALiBi's slopes.
     std::string wrt, gradArgs, grads, gradTypes;
     if (spec.captureGrads) {
@@ -381,15 +387,16 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
     if (spec.captureGrads)
       returned += ", %r#3";
     return llvm::formatv(
-               R"(func.func @attention_grad(%query: {0}, %key: {1}, %value: {2}, %out: {3}, %grad_out: {3}, %logsumexp: {4}, %grad_query: {0}, %grad_key: {1}, %grad_value: {2}{8}{5}) -> ({10}) {{
+               R"(func.func @attention_grad(%query: {0}, %key: {1}, %value: {2}, %out: {3}, %grad_out: {3}, %logsumexp: {4}, %grad_query: {0}, %grad_key: {1}, %grad_value: {2}{8}{5}) -> ({10}) {{{14}
   %r:{11} = attn.attention_grad ins(%query, %key, %value, %out, %grad_out, %logsumexp : {0}, {1}, {2}, {3}, {3}, {4}){9}
-      outs(%grad_query, %grad_key, %grad_value{12} : {10}){6}{7}
+      outs(%grad_query, %grad_key, %grad_value{12} : {10}){15}{6}{7}
       -> {10}
   return {13} : {10}
 }
 )",
-               qType, kType, vType, oType, lseType, captures, attrs, regions,
-               gradArgs, wrt, resultTypes, results, grads, returned)
+               qType, kType, vType, oType, lseType, captures + blockMaskArgs,
+               attrs, regions, gradArgs, wrt, resultTypes, results, grads,
+               returned, blockMask, blockMaskUse)
         .str();
   }
 

@@ -127,6 +127,9 @@ LogicalResult AttentionGradOp::verify() {
   }
   if (failed(verifyResultsMatchOutputs(op, getResults(), getOutputs())))
     return failure();
+  if (getBlockMask() && !hasMaskMod())
+    return emitOpError() << "has a block_mask but no mask_mod: partial blocks "
+                            "need the elementwise mask";
   if (KernelAttr kernel = getKernelAttr())
     return verifyKernel(kernel);
   return success();
@@ -179,6 +182,16 @@ LogicalResult AttentionGradOp::verifyKernel(KernelAttr kernel) {
     return emitOpError() << "has kernel " << kernel
                          << ": the wgmma backward's tiles are 64 or 128 rows "
                             "(whole warpgroups), with two stages";
+  // A tile's steps walk whole blocks of the lists.
+  if (Value blockMask = getBlockMask()) {
+    auto type = cast<BlockMaskType>(blockMask.getType());
+    if (type.getQBlock() % kernel.getQTile() != 0 ||
+        type.getKvBlock() % kernel.getKvTile() != 0)
+      return emitOpError() << "has a block mask of " << type.getQBlock()
+                           << " x " << type.getKvBlock() << " blocks, which "
+                           << kind << " tiles of " << kernel.getQTile() << " x "
+                           << kernel.getKvTile() << " do not divide";
+  }
   return success();
 }
 

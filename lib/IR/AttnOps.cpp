@@ -386,34 +386,66 @@ static LogicalResult verifyBlockMaskTensor(Operation *op, StringRef name,
   return success();
 }
 
+Value MakeBlockMaskOp::getList(BlockMaskField field) {
+  Value lists[] = {getKvNumBlocks(),    getKvIndices(),   getFullKvNumBlocks(),
+                   getFullKvIndices(),  getQNumBlocks(),  getQIndices(),
+                   getFullQNumBlocks(), getFullQIndices()};
+  return lists[static_cast<int64_t>(field)];
+}
+
 LogicalResult MakeBlockMaskOp::verify() {
   Operation *op = getOperation();
-  if (failed(verifyBlockMaskTensor(op, "kv_num_blocks",
-                                   getKvNumBlocks().getType(), 3)) ||
-      failed(
-          verifyBlockMaskTensor(op, "kv_indices", getKvIndices().getType(), 4)))
-    return failure();
-  auto num = cast<RankedTensorType>(getKvNumBlocks().getType());
-  auto idx = cast<RankedTensorType>(getKvIndices().getType());
-  for (unsigned i = 0; i < 3; ++i)
-    if (failed(verifySameDim(op, "leading dims", "kv_num_blocks", num, i,
-                             "kv_indices", idx, i)))
+  // Each side's counts and indices: the partial lists, then the full ones
+  // of the same types.
+  auto verifySide = [&](StringRef side, Value counts, Value indices,
+                        Value fullCounts, Value fullIndices) -> LogicalResult {
+    std::string num = (side + "_num_blocks").str(),
+                idx = (side + "_indices").str();
+    if (failed(verifyBlockMaskTensor(op, num, counts.getType(), 3)) ||
+        failed(verifyBlockMaskTensor(op, idx, indices.getType(), 4)))
       return failure();
-
-  if (!getFullKvNumBlocks() != !getFullKvIndices())
-    return emitOpError() << "expected both full_kv_num_blocks and "
-                            "full_kv_indices, or neither";
-  if (!getFullKvNumBlocks())
+    auto numType = cast<RankedTensorType>(counts.getType());
+    auto idxType = cast<RankedTensorType>(indices.getType());
+    for (unsigned i = 0; i < 3; ++i)
+      if (failed(verifySameDim(op, "leading dims", num, numType, i, idx,
+                               idxType, i)))
+        return failure();
+    if (!fullCounts != !fullIndices)
+      return emitOpError() << "expected both full_" << num << " and full_"
+                           << idx << ", or neither";
+    if (!fullCounts)
+      return success();
+    if (fullCounts.getType() != numType)
+      return emitOpError() << "expected full_" << num << " type to equal "
+                           << num << " type " << numType << ", but got "
+                           << fullCounts.getType();
+    if (fullIndices.getType() != idxType)
+      return emitOpError() << "expected full_" << idx << " type to equal "
+                           << idx << " type " << idxType << ", but got "
+                           << fullIndices.getType();
     return success();
-  if (getFullKvNumBlocks().getType() != num)
-    return emitOpError() << "expected full_kv_num_blocks type to equal "
-                            "kv_num_blocks type "
-                         << num << ", but got "
-                         << getFullKvNumBlocks().getType();
-  if (getFullKvIndices().getType() != idx)
-    return emitOpError() << "expected full_kv_indices type to equal "
-                            "kv_indices type "
-                         << idx << ", but got " << getFullKvIndices().getType();
+  };
+  if (failed(verifySide("kv", getKvNumBlocks(), getKvIndices(),
+                        getFullKvNumBlocks(), getFullKvIndices())))
+    return failure();
+  if (!getQNumBlocks() != !getQIndices())
+    return emitOpError() << "expected both q_num_blocks and q_indices, or "
+                            "neither";
+  if (!getQNumBlocks()) {
+    if (getFullQNumBlocks() || getFullQIndices())
+      return emitOpError() << "has full q-side lists but no partial ones";
+    return success();
+  }
+  if (failed(verifySide("q", getQNumBlocks(), getQIndices(),
+                        getFullQNumBlocks(), getFullQIndices())))
+    return failure();
+  // Both sides describe the same batches and heads.
+  auto kvIdx = cast<RankedTensorType>(getKvIndices().getType());
+  auto qIdx = cast<RankedTensorType>(getQIndices().getType());
+  for (unsigned i = 0; i < 2; ++i)
+    if (failed(verifySameDim(op, "batch and heads", "kv_indices", kvIdx, i,
+                             "q_indices", qIdx, i)))
+      return failure();
   return success();
 }
 

@@ -33,6 +33,9 @@ namespace {
 
 using utils::IteratorType;
 
+/// What a block mask's lists say of a block.
+enum BlockState : int64_t { kUnlisted = 0, kPartial = 1, kFull = 2 };
+
 /// Indexing maps of a linalg.generic, one per operand, from their results.
 SmallVector<AffineMap> mapsOf(MLIRContext *ctx,
                               ArrayRef<ArrayRef<AffineExpr>> exprs) {
@@ -76,10 +79,15 @@ private:
 
   /// Per query row: Delta = sum_d dO * O.
   Value rowDeltas(Value dO, Value o, Value rows);
+  /// What the block mask's kv-side lists say of each block of (batch,
+  /// head): i8 [ceil(rows / q_block), ceil(n / kv_block)], kUnlisted,
+  /// kPartial or kFull.
+  Value blockStates(Value batch, Value head, Value rows, Value n);
   /// P (0 where masked or the row is empty) and dS's factor
-  /// scale * d score_mod / d s for scores `s` of keys from `kvStart`.
+  /// scale * d score_mod / d s for scores `s` of keys from `kvStart`;
+  /// `states` the blockStates where the op has a block mask.
   std::pair<Value, Value> probabilities(Value s, Value lse, Value kvStart,
-                                        Value batch, Value head);
+                                        Value batch, Value head, Value states);
   /// dS = P (dP - Delta) * factor (no factor where null), 0 where P is.
   Value scoreGradients(Value p, Value dp, Value delta, Value factor);
   /// Adds each wrt tensor's gradient over one tile to `grads`: at every
@@ -183,10 +191,86 @@ Value BackwardBuilder::rowDeltas(Value dO, Value o, Value rows) {
       .getResult(0);
 }
 
+Value BackwardBuilder::blockStates(Value batch, Value head, Value rows,
+                                   Value n) {
+  auto make = op.getBlockMask().getDefiningOp<MakeBlockMaskOp>();
+  auto type = cast<BlockMaskType>(make.getType());
+  Type i8 = b.getI8Type();
+  Value zero = index(0), one = index(1);
+  auto ceilDiv = [&](Value x, int64_t y) -> Value {
+    return arith::CeilDivUIOp::create(b, loc, x, index(y));
+  };
+  auto minimum = [&](Value x, Value y) -> Value {
+    return arith::MinUIOp::create(b, loc, x, y);
+  };
+  Value qBlocks = ceilDiv(rows, type.getQBlock());
+  Value kvBlocks = ceilDiv(n, type.getKvBlock());
+  Value empty = tensor::EmptyOp::create(
+      b, loc, ArrayRef<OpFoldResult>{qBlocks, kvBlocks}, i8);
+  Value unlisted = arith::ConstantIntOp::create(b, loc, i8, kUnlisted);
+  Value states = linalg::FillOp::create(b, loc, unlisted, empty).getResult(0);
+  // A list of batch (head) extent 1 serves every batch (head).
+  Value counts = make.getKvNumBlocks();
+  auto broadcast = [&](int64_t d, Value position) -> Value {
+    Value isOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        dim(counts, d), one);
+    return arith::SelectOp::create(b, loc, isOne, zero, position);
+  };
+  Value listBatch = broadcast(0, batch);
+  Value listHead = broadcast(1, head);
+  // Lines past the lists' rows list nothing; counts are clipped to the
+  // index rows and indices outside the blocks skipped, as the GPU
+  // kernels do.
+  Value lines = minimum(qBlocks, dim(counts, 2));
+  auto mark = [&](Value states, Value lineCounts, Value indices,
+                  int64_t state) -> Value {
+    Value width = dim(indices, 3);
+    auto lineLoop = scf::ForOp::create(b, loc, zero, lines, one, states);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(lineLoop.getBody());
+    Value line = lineLoop.getInductionVar();
+    Value count = arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        tensor::ExtractOp::create(b, loc, lineCounts,
+                                  ValueRange{listBatch, listHead, line}));
+    Value clipped = arith::MaxSIOp::create(
+        b, loc, zero, arith::MinSIOp::create(b, loc, count, width));
+    auto entryLoop = scf::ForOp::create(b, loc, zero, clipped, one,
+                                        lineLoop.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, entryLoop.getResults());
+    b.setInsertionPointToStart(entryLoop.getBody());
+    Value current = entryLoop.getRegionIterArgs()[0];
+    Value block = arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        tensor::ExtractOp::create(b, loc, indices,
+                                  ValueRange{listBatch, listHead, line,
+                                             entryLoop.getInductionVar()}));
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         block, kvBlocks);
+    auto ifInside = scf::IfOp::create(b, loc, current.getType(), inside,
+                                      /*withElseRegion=*/true);
+    scf::YieldOp::create(b, loc, ifInside.getResults());
+    b.setInsertionPointToStart(ifInside.thenBlock());
+    Value marked = arith::ConstantIntOp::create(b, loc, i8, state);
+    scf::YieldOp::create(b, loc,
+                         tensor::InsertOp::create(b, loc, marked, current,
+                                                  ValueRange{line, block})
+                             .getResult());
+    b.setInsertionPointToStart(ifInside.elseBlock());
+    scf::YieldOp::create(b, loc, current);
+    return lineLoop.getResult(0);
+  };
+  states = mark(states, counts, make.getKvIndices(), kPartial);
+  if (make.getFullKvNumBlocks())
+    states =
+        mark(states, make.getFullKvNumBlocks(), make.getFullKvIndices(), kFull);
+  return states;
+}
+
 std::pair<Value, Value> BackwardBuilder::probabilities(Value s, Value lse,
                                                        Value kvStart,
-                                                       Value batch,
-                                                       Value head) {
+                                                       Value batch, Value head,
+                                                       Value states) {
   MLIRContext *ctx = b.getContext();
   AffineExpr i, j;
   bindDims(ctx, i, j);
@@ -220,9 +304,33 @@ std::pair<Value, Value> BackwardBuilder::probabilities(Value s, Value lse,
           keep = arith::AndIOp::create(
               nb, l, keep,
               arith::CmpIOp::create(nb, l, arith::CmpIPredicate::uge, qi, kvi));
-        if (hasMaskMod)
-          keep = arith::AndIOp::create(
-              nb, l, keep, regions.maskMod(nb, l, batch, head, qi, kvi));
+        if (hasMaskMod) {
+          Value kept = regions.maskMod(nb, l, batch, head, qi, kvi);
+          // FlexAttention's block mask: a full block keeps every element,
+          // a partial one what the mask_mod keeps, an unlisted one none.
+          if (states) {
+            auto type = cast<BlockMaskType>(op.getBlockMask().getType());
+            auto blockOf = [&](Value i, int64_t size) -> Value {
+              return arith::DivUIOp::create(
+                  nb, l, i, arith::ConstantIndexOp::create(nb, l, size));
+            };
+            Value qBlock = blockOf(qi, type.getQBlock());
+            Value kvBlock = blockOf(kvi, type.getKvBlock());
+            Value state = tensor::ExtractOp::create(
+                nb, l, states, ValueRange{qBlock, kvBlock});
+            auto is = [&](int64_t value) -> Value {
+              return arith::CmpIOp::create(
+                  nb, l, arith::CmpIPredicate::eq, state,
+                  arith::ConstantIntOp::create(nb, l, nb.getI8Type(), value));
+            };
+            // One op built per statement, for a compiler-independent order.
+            Value full = is(kFull);
+            Value partial = is(kPartial);
+            kept = arith::OrIOp::create(
+                nb, l, full, arith::AndIOp::create(nb, l, partial, kept));
+          }
+          keep = arith::AndIOp::create(nb, l, keep, kept);
+        }
         Value zero = f32Constant(nb, l, 0.0);
         Value p = arith::SelectOp::create(
             nb, l, keep,
@@ -395,6 +503,8 @@ SmallVector<Value> BackwardBuilder::build() {
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), rows},
         SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
     Value delta = rowDeltas(dORows, oRows, rows);
+    Value states =
+        op.getBlockMask() ? blockStates(batch, head, rows, n) : Value();
 
     ValueRange carried = headLoop.getRegionIterArgs();
     Value dqInit = filled({rows, b.getIndexAttr(d)}, 0.0);
@@ -421,7 +531,7 @@ SmallVector<Value> BackwardBuilder::build() {
       // S = Q K^T and dP = dO V^T, both [rows, len].
       Value s = accumulate(qRows, kRows, tile, {{x, z}, {y, z}, {x, y}});
       Value dp = accumulate(dORows, vRows, tile, {{x, z}, {y, z}, {x, y}});
-      auto [p, factor] = probabilities(s, lse, kv0, batch, head);
+      auto [p, factor] = probabilities(s, lse, kv0, batch, head, states);
       Value ds = scoreGradients(p, dp, delta, factor);
       // dQ += dS K over (i, d, j); dK += dS^T Q and dV += P^T dO over
       // (j, d, i).
@@ -479,6 +589,12 @@ LogicalResult mlir::attn::decomposeAttentionGradOps(Operation *root,
       }))
     if (failed(declareRegionErrorFunction(root, passName)))
       return failure();
+  for (AttentionGradOp op : ops)
+    if (Value blockMask = op.getBlockMask();
+        blockMask && !blockMask.getDefiningOp<MakeBlockMaskOp>())
+      return op.emitOpError()
+             << "has a block mask that is not an attn.make_block_mask in its "
+                "function (run attn-lower-block-masks first)";
   for (AttentionGradOp op : ops) {
     RegionChecks checks = !boundsChecks     ? RegionChecks::None
                           : inGpuKernel(op) ? RegionChecks::DeviceTrap

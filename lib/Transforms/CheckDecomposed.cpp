@@ -25,8 +25,8 @@ struct CheckDecomposedPass
       // attn-lower-block-masks reads for it; nothing derives the others.
       field.emitOpError() << "reads "
                           << stringifyBlockMaskField(field.getField())
-                          << " of an attn.make_block_mask, which holds only "
-                             "the kv-side lists it is given";
+                          << " of an attn.make_block_mask that was not given "
+                             "it";
       return WalkResult::interrupt();
     });
     if (fields.wasInterrupted())

@@ -55,6 +55,18 @@ DictionaryAttr regionRecord(Operation *op, Region &region, StringRef nameAttr) {
   return b.getDictionaryAttr(fields);
 }
 
+/// Whether the op has a block mask, and its block sizes if so.
+void appendBlockMask(Builder &b, SmallVectorImpl<NamedAttribute> &fields,
+                     Value blockMask) {
+  fields.push_back(b.getNamedAttr("block_mask",
+                                  b.getBoolAttr(static_cast<bool>(blockMask))));
+  if (!blockMask)
+    return;
+  auto type = cast<BlockMaskType>(blockMask.getType());
+  fields.push_back(b.getNamedAttr(
+      "block_sizes", b.getI64ArrayAttr({type.getQBlock(), type.getKvBlock()})));
+}
+
 DictionaryAttr record(AttentionOp op) {
   Builder b(op.getContext());
   SmallVector<NamedAttribute> fields = {
@@ -68,14 +80,8 @@ DictionaryAttr record(AttentionOp op) {
       b.getNamedAttr("causal", b.getBoolAttr(op.getCausal())),
       b.getNamedAttr("logsumexp",
                      b.getBoolAttr(static_cast<bool>(op.getLogsumexpInit()))),
-      b.getNamedAttr("block_mask",
-                     b.getBoolAttr(static_cast<bool>(op.getBlockMask())))};
-  if (Value blockMask = op.getBlockMask()) {
-    auto type = cast<BlockMaskType>(blockMask.getType());
-    fields.push_back(b.getNamedAttr(
-        "block_sizes",
-        b.getI64ArrayAttr({type.getQBlock(), type.getKvBlock()})));
-  }
+  };
+  appendBlockMask(b, fields, op.getBlockMask());
   if (!op.getMaskMod().empty())
     fields.push_back(b.getNamedAttr(
         "mask_mod", regionRecord(op, op.getMaskMod(), kMaskModNameAttrName)));
@@ -100,6 +106,7 @@ DictionaryAttr record(AttentionGradOp op) {
                      b.getI64IntegerAttr(op.getValueHeadDim())),
       b.getNamedAttr("scale", b.getF32FloatAttr(op.getScaleValue())),
       b.getNamedAttr("causal", b.getBoolAttr(op.getCausal()))};
+  appendBlockMask(b, fields, op.getBlockMask());
   if (op.hasMaskMod())
     fields.push_back(b.getNamedAttr(
         "mask_mod", regionRecord(op, op.getMaskMod(), kMaskModNameAttrName)));

@@ -261,8 +261,11 @@ ListBuilder::append(Value keep, Value drop, Value block, Value partial,
 }
 
 void ListBuilder::replace(ArrayRef<Value> lists) {
+  // The q side where some field read asks for it.
+  auto qList = [&](int64_t i) { return lists.size() > 4 ? lists[i] : Value(); };
   auto make = MakeBlockMaskOp::create(b, loc, op.getType(), lists[0], lists[1],
-                                      lists[2], lists[3]);
+                                      lists[2], lists[3], qList(4), qList(5),
+                                      qList(6), qList(7));
   for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
     auto field = dyn_cast<BlockMaskFieldOp>(user);
     if (!field)
@@ -347,11 +350,9 @@ void block_masks::forwardGivenLists(ModuleOp module, RewriterBase &rewriter) {
     auto make = field.getBlockMask().getDefiningOp<MakeBlockMaskOp>();
     if (!make)
       return;
-    Value given[] = {make.getKvNumBlocks(), make.getKvIndices(),
-                     make.getFullKvNumBlocks(), make.getFullKvIndices()};
-    auto index = static_cast<int64_t>(field.getField());
-    // The q side (4 to 7) was not given.
-    Value list = index < 4 ? given[index] : Value();
+    // A list it was not given (the q side, or full lists) stays for
+    // attn-check-decomposed to report.
+    Value list = make.getList(field.getField());
     if (!list)
       return;
     rewriter.setInsertionPoint(field);

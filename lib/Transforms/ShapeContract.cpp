@@ -178,9 +178,10 @@ public:
     Size batch, heads;
     /// q_len and kv_len of create_block_mask (unknown for given lists).
     Size qLen, kvLen;
-    /// The kv-side lists' rows of make_block_mask (unknown for
-    /// create_block_mask, whose rows follow from q_len).
-    Size kvSideRows;
+    /// The kv-side (q-side) lists' rows of make_block_mask (unknown for
+    /// create_block_mask, whose rows follow from q_len and kv_len, or
+    /// without q-side lists).
+    Size kvSideRows, qSideRows;
   };
   std::optional<MaskExtents> extentsOf(Value blockMask) {
     if (auto create = blockMask.getDefiningOp<CreateBlockMaskOp>()) {
@@ -194,26 +195,32 @@ public:
     if (auto make = blockMask.getDefiningOp<MakeBlockMaskOp>()) {
       MaskExtents e;
       Value counts = make.getKvNumBlocks();
-      name(counts, "kv_num_blocks");
-      name(make.getKvIndices(), "kv_indices");
-      if (make.getFullKvNumBlocks()) {
-        name(make.getFullKvNumBlocks(), "full_kv_num_blocks");
-        name(make.getFullKvIndices(), "full_kv_indices");
+      for (int64_t i = 0; i < 8; ++i) {
+        auto field = static_cast<BlockMaskField>(i);
+        if (Value list = make.getList(field))
+          name(list, stringifyBlockMaskField(field));
       }
       e.batch = sizeOfDim(counts, 0);
       e.heads = sizeOfDim(counts, 1);
       e.kvSideRows = sizeOfDim(counts, 2);
-      // Every list of the mask has the counts' leading dims.
-      SmallVector<Value> lists = {make.getKvIndices()};
-      if (Value fullCounts = make.getFullKvNumBlocks())
-        lists.append({fullCounts, make.getFullKvIndices()});
-      for (Value list : lists)
+      if (Value qCounts = make.getQNumBlocks())
+        e.qSideRows = sizeOfDim(qCounts, 2);
+      // Every list of the mask has the counts' batch and heads, and a
+      // side's lists have their counts' rows.
+      for (int64_t i = 1; i < 8; ++i) {
+        Value list = make.getList(static_cast<BlockMaskField>(i));
+        if (!list)
+          continue;
+        Value sideCounts = i < 4 ? counts : make.getQNumBlocks();
         for (int64_t d = 0; d < 3; ++d)
           if (Size at = sizeOfDim(list, d); at.kind == Size::Kind::Dim)
-            if (Size of = sizeOfDim(counts, d); of.kind != Size::Kind::Unknown)
+            if (Size of = sizeOfDim(d < 2 ? counts : sideCounts, d);
+                of.kind != Size::Kind::Unknown)
               (void)require(make, ShapeConstraint::Kind::Equal, at, of, 1,
                             "a block-mask list's leading dim",
-                            "kv_num_blocks'");
+                            d < 2 || i < 4 ? "kv_num_blocks'"
+                                           : "q_num_blocks'");
+      }
       return e;
     }
     return std::nullopt;
@@ -222,20 +229,25 @@ public:
   /// A block mask must have been built for the attention that uses it:
   /// FlexAttention's rule, and the kernels index its lists by the
   /// attention's batch, head and q-block.
-  LogicalResult addBlockMaskUse(AttentionOp op) {
-    std::optional<MaskExtents> mask = extentsOf(op.getBlockMask());
+  LogicalResult addBlockMaskUse(Operation *op, Value blockMask, Value q,
+                                Value k) {
+    std::optional<MaskExtents> mask = extentsOf(blockMask);
     if (!mask)
-      return op.emitOpError()
+      return op->emitOpError()
              << "cannot check the block mask's sizes against the attention: "
                 "it must come from attn.create_block_mask or "
                 "attn.make_block_mask";
-    auto type = cast<BlockMaskType>(op.getBlockMask().getType());
-    Value q = op.getQuery(), k = op.getKey();
+    auto type = cast<BlockMaskType>(blockMask.getType());
     using Kind = ShapeConstraint::Kind;
     if (failed(require(op, Kind::OneOrEqual, mask->batch, sizeOfDim(q, 0), 1,
                        "the block mask's batch", "the query's batch")) ||
         failed(require(op, Kind::OneOrEqual, mask->heads, sizeOfDim(q, 1), 1,
                        "the block mask's heads", "the query's heads")))
+      return failure();
+    if (mask->qSideRows.kind != Size::Kind::Unknown &&
+        failed(require(op, Kind::AtLeast, mask->qSideRows, sizeOfDim(k, 2),
+                       type.getKvBlock(), "the block mask's q-side rows",
+                       "the kv length")))
       return failure();
     if (mask->kvSideRows.kind != Size::Kind::Unknown)
       return require(op, Kind::AtLeast, mask->kvSideRows, sizeOfDim(q, 2),
@@ -311,8 +323,8 @@ public:
     }
 
     addCapturedReads({&op.getScoreMod(), &op.getMaskMod()}, q, k);
-    if (op.getBlockMask())
-      return addBlockMaskUse(op);
+    if (Value blockMask = op.getBlockMask())
+      return addBlockMaskUse(op, blockMask, q, k);
     return success();
   }
 
@@ -381,6 +393,8 @@ public:
            ++d)
         equal(grad, d, wrt, d, "wrt tensor's dims");
     addCapturedReads({&op.getScoreMod(), &op.getMaskMod()}, q, k);
+    if (Value blockMask = op.getBlockMask())
+      return addBlockMaskUse(op, blockMask, q, k);
     return success();
   }
 

@@ -414,6 +414,49 @@ def test_a_wrt_gradient_of_another_shape_is_refused_before_running():
                np.zeros((4, 7), np.float32), gain, bias)
 
 
+def test_given_block_mask_has_flexattention_semantics():
+    # A sliding window's block mask, once as built and once with its full
+    # blocks left out: unlisted blocks contribute nothing, partial ones
+    # apply the mask, full ones keep every element.
+    m = n = 70
+    window = 36
+    bm = attn.create_block_mask(f"sliding-window:{window}", m, n,
+                                q_block=16, kv_block=16)
+    assert bm.full_kv_num_blocks.sum() > 0
+    zeros = np.zeros_like
+    partial_only = attn.BlockMask(
+        bm.kv_num_blocks, bm.kv_indices, zeros(bm.full_kv_num_blocks),
+        zeros(bm.full_kv_indices), bm.q_num_blocks, bm.q_indices,
+        zeros(bm.full_q_num_blocks), zeros(bm.full_q_indices), q_block=16,
+        kv_block=16, q_len=m, kv_len=n)
+    kernel = attn.compile_cpu(attn.attention_grad(
+        head_dim=16, heads=(2, 1), mask=f"sliding-window:{window}",
+        given_block_mask=16), kv_tile=8)
+    q, k, v, do = inputs((1, 2, m, 16), (1, 1, n, 16))
+    for mask in (bm, partial_only):
+        classes = mask.classes()[0, 0]
+
+        def keep(b, h, i, j, classes=classes):
+            kept = classes[i // 16, j // 16]
+            in_window = (j <= i) & (i - j <= window)
+            return (kept == 2) | ((kept == 1) & in_window)
+
+        out, lse = reference_attention(q, k, v, keep=keep)
+        grads = [np.full_like(x, np.nan) for x in (q, k, v)]
+        kernel(q, k, v, out.astype(np.float32), do, lse.astype(np.float32),
+               *grads, *mask.lists())
+        want = reference_grad(q, k, v, do, False, keep, None, None)
+        for name, g, w in zip(("dQ", "dK", "dV"), grads, want):
+            assert relative_error(g, w) < 1e-5, name
+
+
+def test_given_block_mask_needs_the_q_side():
+    bm = attn.create_block_mask("sliding-window:20", 40, 40, q_block=16,
+                                kv_block=16)
+    with pytest.raises(ValueError, match="has none"):
+        attn.BlockMask(*bm.kv_lists(), q_block=16, kv_block=16).lists()
+
+
 @needs_compiler
 @pytest.mark.parametrize("mask,launches", [(None, 3), ("document", 4)])
 def test_compile_gpu_writes_the_backward_kernels(tmp_path, mask, launches):

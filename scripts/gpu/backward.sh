@@ -31,6 +31,15 @@ sweep="--batch=1,2 --heads=8:2,8:1 --q-len=1,17,130,257 --kv-len=1,17,130,257"
   echo "--dtype=bf16 --head-dim=128 --causal --heads=4:1 --q-len=1000 --kv-len=1000"
   echo "--dtype=f16 --head-dim=64 --heads=2:1 --q-len=4097 --kv-len=4097"
   echo "--dtype=bf16 --head-dim=64 --causal --heads=2:2 --q-len=1000,4097 --kv-len=4097"
+  # Through a given 128 x 128 block mask (a per-head window): 64-row tiles
+  # walk each listed block in two steps; D = 128 and f16 by substitution.
+  blocks="--batch=1,2 --heads=4:2,4:1 --q-len=1,130,300,1000 --kv-len=17,130,300,1000"
+  echo "test/Integration/Inputs/block-mask-grad.mlir $blocks"
+  echo "test/Integration/Inputs/block-mask-grad.mlir --strategy=mma-sync $blocks"
+  echo "test/Integration/Inputs/block-mask-grad-causal.mlir $blocks"
+  sed 's/x64xbf16>/x128xf16>/g' test/Integration/Inputs/block-mask-grad.mlir \
+    > "$out/block-mask-grad-f16-d128.mlir"
+  echo "$out/block-mask-grad-f16-d128.mlir $blocks"
   # A NaN score: its row's gradients, and the keys' it reaches, are NaN.
   sed 's/x16xf32>/x16xbf16>/g' test/Integration/Inputs/nan-score-mod-grad.mlir \
     > "$out/nan-score-mod-grad-bf16.mlir"

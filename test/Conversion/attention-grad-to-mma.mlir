@@ -134,6 +134,61 @@ func.func @windowed(%q: tensor<?x4x?x64xf16>, %o: tensor<?x4x?x64xf16>,
 
 // -----
 
+// A given block mask of 128 x 128 blocks, one for every head: its lists
+// serve both kernels (no other is derived), each listed block walked in
+// two 64-row steps, and the line is read once for the group's heads.
+// CHECK-LABEL: func.func @given_blocks
+// CHECK: %[[BM:.*]] = attn.create_block_mask batch(%c1) heads(%c1)
+// CHECK-NOT: attn.create_block_mask
+// CHECK-COUNT-8: attn.block_mask_field {{.*}} of %[[BM]]
+// The dQ kernel: the q-tile's line is its q-block; step e is entry e / 2,
+// 64 (e % 2) rows into its block.
+// CHECK: gpu.launch blocks(%[[QX:[^,]*]],
+// CHECK: arith.divui %[[QX]], %c2
+// CHECK: scf.for
+// CHECK: arith.divui %{{.*}}, %c2
+// CHECK: arith.muli %{{.*}}, %c128
+// CHECK: arith.remui %{{.*}}, %c2
+// CHECK: gpu.terminator
+// The dK/dV kernel: the same for the kv-tile's kv-block and its q-blocks.
+// CHECK: gpu.launch blocks(%[[KX:[^,]*]],
+// CHECK: arith.divui %[[KX]], %c2
+// CHECK: gpu.terminator
+func.func @given_blocks(%q: tensor<?x4x?x64xf16>, %o: tensor<?x4x?x64xf16>,
+                        %lse: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %m = tensor.dim %q, %c2 : tensor<?x4x?x64xf16>
+  %bm = attn.create_block_mask batch(%c1) heads(%c1) q_len(%m) kv_len(%m)
+      : !attn.block_mask<q_block = 128, kv_block = 128> mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index):
+        %d = arith.subi %i, %j : index
+        %c300 = arith.constant 300 : index
+        %near = arith.cmpi ule, %d, %c300 : index
+        attn.yield %near : i1
+      }
+  %r:3 = attn.attention_grad
+      ins(%q, %q, %q, %o, %o, %lse : tensor<?x4x?x64xf16>,
+          tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>,
+          tensor<?x4x?x64xf16>, tensor<?x4x?xf32>)
+      outs(%o, %o, %o : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>,
+           tensor<?x4x?x64xf16>)
+      block_mask(%bm : !attn.block_mask<q_block = 128, kv_block = 128>)
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index):
+        %d = arith.subi %i, %j : index
+        %c300 = arith.constant 300 : index
+        %near = arith.cmpi ule, %d, %c300 : index
+        attn.yield %near : i1
+      }
+      -> tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+  return %r#0, %r#1, %r#2
+      : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+}
+
+// -----
+
 // Without its block lists (block-masks=false), a mask_mod is evaluated on
 // every step of both kernels: no step is taken as unmasked.
 // NOLISTS-LABEL: func.func @prefix_no_lists

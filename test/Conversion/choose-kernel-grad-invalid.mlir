@@ -122,3 +122,23 @@ func.func @wgmma_kv32(%q: tensor<?x4x?x64xbf16>, %l: tensor<?x4x?xf32>)
       -> tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>
   return %r#0, %r#1, %r#2 : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>
 }
+
+// -----
+
+// A tile walks whole blocks of the lists: 32-row blocks are finer than
+// the backward's 64-row tiles.
+func.func @small_blocks(%q: tensor<?x4x?x64xf16>, %l: tensor<?x4x?xf32>,
+                        %bm: !attn.block_mask<q_block = 32, kv_block = 128>)
+    -> (tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>) {
+  // expected-error @+1 {{has a block mask of 32 x 128 blocks, which mma_sync tiles of 64 x 64 do not divide}}
+  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?xf32>)
+      outs(%q, %q, %q : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>)
+      block_mask(%bm : !attn.block_mask<q_block = 32, kv_block = 128>)
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index):
+        %keep = arith.cmpi uge, %i, %j : index
+        attn.yield %keep : i1
+      }
+      -> tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
+}

@@ -197,3 +197,14 @@ func.func @f(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
       -> tensor<1x2x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<2xf32>
   return
 }
+
+// -----
+
+func.func @f(%q: tensor<2x8x16x64xf16>, %k: tensor<2x2x32x64xf16>, %v: tensor<2x2x32x64xf16>, %o: tensor<2x8x16x64xf16>, %do: tensor<2x8x16x64xf16>, %l: tensor<2x8x16xf32>, %dq: tensor<2x8x16x64xf32>, %dk: tensor<2x2x32x64xf32>, %dv: tensor<2x2x32x64xf32>, %bm: !attn.block_mask<q_block = 128, kv_block = 128>) {
+  // expected-error @+1 {{has a block_mask but no mask_mod: partial blocks need the elementwise mask}}
+  %r:3 = attn.attention_grad ins(%q, %k, %v, %o, %do, %l : tensor<2x8x16x64xf16>, tensor<2x2x32x64xf16>, tensor<2x2x32x64xf16>, tensor<2x8x16x64xf16>, tensor<2x8x16x64xf16>, tensor<2x8x16xf32>)
+      outs(%dq, %dk, %dv : tensor<2x8x16x64xf32>, tensor<2x2x32x64xf32>, tensor<2x2x32x64xf32>)
+      block_mask(%bm : !attn.block_mask<q_block = 128, kv_block = 128>)
+      -> tensor<2x8x16x64xf32>, tensor<2x2x32x64xf32>, tensor<2x2x32x64xf32>
+  return
+}

@@ -591,7 +591,25 @@ func.func @f(%num: tensor<1x1x8xi32>, %idx: tensor<1x1x4x8xi32>) {
 
 func.func @f(%num: tensor<1x1x8xi32>, %idx: tensor<1x1x8x8xi32>, %fnum: tensor<1x1x8xi32>) {
   // expected-error @+1 {{expected both full_kv_num_blocks and full_kv_indices, or neither}}
-  %bm = "attn.make_block_mask"(%num, %idx, %fnum) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> : (tensor<1x1x8xi32>, tensor<1x1x8x8xi32>, tensor<1x1x8xi32>) -> !attn.block_mask<q_block = 128, kv_block = 128>
+  %bm = "attn.make_block_mask"(%num, %idx, %fnum) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>}> : (tensor<1x1x8xi32>, tensor<1x1x8x8xi32>, tensor<1x1x8xi32>) -> !attn.block_mask<q_block = 128, kv_block = 128>
+  return
+}
+
+// -----
+
+func.func @f(%num: tensor<1x1x8xi32>, %idx: tensor<1x1x8x8xi32>, %qnum: tensor<1x2x8xi32>, %qidx: tensor<1x2x8x8xi32>) {
+  // expected-error @+1 {{expected q_indices dim 1 (batch and heads) to equal kv_indices dim 1 (1), but got 2}}
+  %bm = attn.make_block_mask kv(%num, %idx : tensor<1x1x8xi32>, tensor<1x1x8x8xi32>)
+      q(%qnum, %qidx : tensor<1x2x8xi32>, tensor<1x2x8x8xi32>)
+      : !attn.block_mask<q_block = 128, kv_block = 128>
+  return
+}
+
+// -----
+
+func.func @f(%num: tensor<1x1x8xi32>, %idx: tensor<1x1x8x8xi32>) {
+  // expected-error @+1 {{has full q-side lists but no partial ones}}
+  %bm = "attn.make_block_mask"(%num, %idx, %num, %idx) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 1, 1>}> : (tensor<1x1x8xi32>, tensor<1x1x8x8xi32>, tensor<1x1x8xi32>, tensor<1x1x8x8xi32>) -> !attn.block_mask<q_block = 128, kv_block = 128>
   return
 }
 

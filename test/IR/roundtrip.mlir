@@ -115,19 +115,27 @@ func.func @document_mask(%q: tensor<1x4x?x64xf16>, %k: tensor<1x4x?x64xf16>,
 }
 
 // A block mask from precomputed tensors (PyTorch's create_block_mask), with
-// and without the full-block lists.
+// and without the full-block lists, and with the q side a backward walks.
 // CHECK-LABEL: func.func @make_block_mask
 // CHECK: attn.make_block_mask kv(%{{.*}}, %{{.*}} : tensor<1x1x8xi32>, tensor<1x1x8x8xi32>) : <q_block = 128, kv_block = 128>
 // CHECK: attn.make_block_mask kv(%{{.*}}, %{{.*}} : tensor<1x1x8xi32>, tensor<1x1x8x8xi32>) full_kv(%{{.*}}, %{{.*}} : tensor<1x1x8xi32>, tensor<1x1x8x8xi32>) : <q_block = 64, kv_block = 16>
+// CHECK: attn.make_block_mask kv({{.*}}) full_kv({{.*}}) q(%{{.*}}, %{{.*}} : tensor<1x1x8xi32>, tensor<1x1x8x8xi32>) full_q(%{{.*}}, %{{.*}} : tensor<1x1x8xi32>, tensor<1x1x8x8xi32>) : <q_block = 64, kv_block = 16>
 func.func @make_block_mask(%num: tensor<1x1x8xi32>, %idx: tensor<1x1x8x8xi32>,
                            %fnum: tensor<1x1x8xi32>, %fidx: tensor<1x1x8x8xi32>)
-    -> (!attn.block_mask<q_block = 128, kv_block = 128>, !attn.block_mask<q_block = 64, kv_block = 16>) {
+    -> (!attn.block_mask<q_block = 128, kv_block = 128>, !attn.block_mask<q_block = 64, kv_block = 16>,
+        !attn.block_mask<q_block = 64, kv_block = 16>) {
   %a = attn.make_block_mask kv(%num, %idx : tensor<1x1x8xi32>, tensor<1x1x8x8xi32>)
       : !attn.block_mask<q_block = 128, kv_block = 128>
   %b = attn.make_block_mask kv(%num, %idx : tensor<1x1x8xi32>, tensor<1x1x8x8xi32>)
       full_kv(%fnum, %fidx : tensor<1x1x8xi32>, tensor<1x1x8x8xi32>)
       : !attn.block_mask<q_block = 64, kv_block = 16>
-  return %a, %b : !attn.block_mask<q_block = 128, kv_block = 128>, !attn.block_mask<q_block = 64, kv_block = 16>
+  %c = attn.make_block_mask kv(%num, %idx : tensor<1x1x8xi32>, tensor<1x1x8x8xi32>)
+      full_kv(%fnum, %fidx : tensor<1x1x8xi32>, tensor<1x1x8x8xi32>)
+      q(%num, %idx : tensor<1x1x8xi32>, tensor<1x1x8x8xi32>)
+      full_q(%fnum, %fidx : tensor<1x1x8xi32>, tensor<1x1x8x8xi32>)
+      : !attn.block_mask<q_block = 64, kv_block = 16>
+  return %a, %b, %c : !attn.block_mask<q_block = 128, kv_block = 128>, !attn.block_mask<q_block = 64, kv_block = 16>,
+                      !attn.block_mask<q_block = 64, kv_block = 16>
 }
 
 // CHECK-LABEL: func.func @online_softmax

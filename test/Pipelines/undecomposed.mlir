@@ -6,7 +6,7 @@
 // An attn.make_block_mask holds the kv-side lists it is given and no
 // transposed (q-side) ones: reading one is an error; its kv-side fields are
 // the given lists.
-// QSIDE: undecomposed.mlir:[[@LINE+5]]:8: error: 'attn.block_mask_field' op reads q_indices of an attn.make_block_mask, which holds only the kv-side lists it is given
+// QSIDE: undecomposed.mlir:[[@LINE+5]]:8: error: 'attn.block_mask_field' op reads q_indices of an attn.make_block_mask that was not given it
 func.func @given(%num: tensor<1x1x?xi32>, %idx: tensor<1x1x?x?xi32>) -> (tensor<?x?x?xi32>, tensor<?x?x?x?xi32>) {
   %bm = attn.make_block_mask kv(%num, %idx : tensor<1x1x?xi32>, tensor<1x1x?x?xi32>)
       : !attn.block_mask<q_block = 128, kv_block = 128>

@@ -69,12 +69,22 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
       {o.batch, o.hq, o.m, d},   {o.batch, o.hkv, o.n, d},
       {o.batch, o.hkv, o.n, dv}};
   for (size_t i = NumRoles; i < numArgs; ++i) {
-    // Captures: dynamic dims cover any b, h, q or kv index.
-    std::vector<int64_t> shape(function.args[i].shape.size(),
-                               std::max({o.batch, o.hq, o.m, o.n}));
-    for (size_t dim = 0; dim < shape.size(); ++dim)
-      if (function.args[i].shape[dim] >= 0)
-        shape[dim] = function.args[i].shape[dim];
+    // Block-mask lists (every block partial, as the forward's check fills
+    // them); captures: dynamic dims cover any b, h, q or kv index.
+    const std::vector<int64_t> &dims = function.args[i].shape;
+    std::optional<BlockList> list = BlockList::of(function.args[i].name);
+    if (list && c.qBlock <= 0)
+      fail(function.args[i].name +
+           ": filling block-mask lists needs the block sizes, which the "
+           "bundle does not record");
+    std::vector<int64_t> shape =
+        list ? list->shape(o.batch, o.hq, o.m, o.n, c.qBlock, c.kvBlock)
+             : std::vector<int64_t>(dims.size(),
+                                    std::max({o.batch, o.hq, o.m, o.n}));
+    // Static sizes stand (a list broadcast over batch or heads).
+    for (size_t dim = 0; dim < dims.size() && dim < shape.size(); ++dim)
+      if (dims[dim] >= 0 && (dim < 2 || !list))
+        shape[dim] = dims[dim];
     shapes.push_back(shape);
   }
   std::vector<ElementKind> kinds(numArgs);
@@ -138,6 +148,10 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
   const HostTensor *ids = nullptr;
   bool jagged = c.maskMod.name.rfind("jagged:", 0) == 0;
   for (size_t i = NumRoles; i < numArgs; ++i) {
+    if (std::optional<BlockList> list = BlockList::of(names[i])) {
+      list->fillAllPartial(*host[i], o.m, o.n, c.qBlock, c.kvBlock);
+      continue;
+    }
     // The jagged mask's second integer capture: where each sequence starts.
     bool runStarts = jagged && ids && !isFloat(kinds[i]);
     fillCapture(*host[i], rng, runStarts ? ids : nullptr);

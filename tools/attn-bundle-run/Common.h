@@ -8,6 +8,7 @@
 #include "AttnRuntime/HostTensor.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,24 @@ int64_t physicalMemory();
 /// on the GPU cannot be evaluated for arguments of `shapes`.
 void checkLaunchSizes(const attn_runtime::Function &function,
                       const std::vector<std::vector<int64_t>> &shapes);
+
+/// A block-mask list a function may take, by its bundle name
+/// (kv_num_blocks, ..., full_q_indices): kv-side lists have a row per
+/// q-block, q-side ones a row per kv-block.
+struct BlockList {
+  bool qSide = false, counts = false, full = false;
+  /// The list `name` names, if it names one.
+  static std::optional<BlockList> of(const std::string &name);
+  /// Its shape for `batch` x `heads` and m x n positions in blocks of
+  /// qBlock x kvBlock.
+  std::vector<int64_t> shape(int64_t batch, int64_t heads, int64_t m, int64_t n,
+                             int64_t qBlock, int64_t kvBlock) const;
+  /// Fills `t` (of that shape) so that every block of every line is listed
+  /// as partial, which is right for any mask: the kernel evaluates the
+  /// mask_mod on each.
+  void fillAllPartial(attn_runtime::HostTensor &t, int64_t m, int64_t n,
+                      int64_t qBlock, int64_t kvBlock) const;
+};
 
 /// Device buffers of `bytes[i]` bytes for arguments of `shapes`; fails
 /// (status 2) naming `names[i]` when the GPU cannot hold one.

@@ -118,23 +118,48 @@ Reference chooseReference(const Function &function, Options &o) {
   return reference;
 }
 
-/// The block-mask lists a function may take, by their bundle names: kv-side
-/// lists have a row per q-block, q-side ones a row per kv-block.
-bool isBlockList(const std::string &name, bool &qSide, bool &counts) {
+/// The machine's memory, or INT64_MAX when it cannot tell.
+} // namespace
+
+std::optional<BlockList>
+attn_bundle_run::BlockList::of(const std::string &name) {
   static const char *const kLists[] = {
       "kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices",
       "q_num_blocks",  "q_indices",  "full_q_num_blocks",  "full_q_indices"};
   for (int i = 0; i < 8; ++i)
     if (name == kLists[i]) {
-      qSide = i >= 4;
-      counts = i % 2 == 0;
-      return true;
+      BlockList list;
+      list.qSide = i >= 4;
+      list.counts = i % 2 == 0;
+      list.full = i % 4 >= 2;
+      return list;
     }
-  return false;
+  return std::nullopt;
 }
 
-/// The machine's memory, or INT64_MAX when it cannot tell.
-} // namespace
+std::vector<int64_t> attn_bundle_run::BlockList::shape(int64_t batch,
+                                                       int64_t heads, int64_t m,
+                                                       int64_t n,
+                                                       int64_t qBlock,
+                                                       int64_t kvBlock) const {
+  int64_t qBlocks = (m + qBlock - 1) / qBlock,
+          kvBlocks = (n + kvBlock - 1) / kvBlock;
+  std::vector<int64_t> shape = {batch, heads, qSide ? kvBlocks : qBlocks};
+  if (!counts)
+    shape.push_back(qSide ? qBlocks : kvBlocks);
+  return shape;
+}
+
+void attn_bundle_run::BlockList::fillAllPartial(HostTensor &t, int64_t m,
+                                                int64_t n, int64_t qBlock,
+                                                int64_t kvBlock) const {
+  // A line lists every block of the other side, in order; full lists are
+  // empty.
+  int64_t listed =
+      qSide ? (m + qBlock - 1) / qBlock : (n + kvBlock - 1) / kvBlock;
+  for (int64_t e = 0; e < t.numElements(); ++e)
+    t.set(e, full ? 0 : counts ? listed : e % listed);
+}
 
 bool attn_bundle_run::elementKind(const std::string &name, ElementKind &kind) {
   for (ElementKind k : {ElementKind::F32, ElementKind::F16, ElementKind::BF16,
@@ -247,24 +272,20 @@ int run(int argc, char **argv) {
   // dims cover any b, h, q or kv index.
   for (size_t i = numOutputs; i < numArgs; ++i) {
     const std::vector<int64_t> &dims = function->args[i].shape;
-    bool qSide = false, counts = false;
+    std::optional<BlockList> list = BlockList::of(names[i]);
     std::vector<int64_t> shape;
-    if (isBlockList(names[i], qSide, counts)) {
+    if (list) {
       if (qBlock <= 0)
         fail(names[i] + ": filling block-mask lists needs the block sizes, "
                         "which the bundle does not record (an older attn "
                         "wrote it)");
-      int64_t qBlocks = (o.m + qBlock - 1) / qBlock,
-              kvBlocks = (o.n + kvBlock - 1) / kvBlock;
-      shape = {o.batch, o.hq, qSide ? kvBlocks : qBlocks};
-      if (!counts)
-        shape.push_back(qSide ? qBlocks : kvBlocks);
+      shape = list->shape(o.batch, o.hq, o.m, o.n, qBlock, kvBlock);
     } else {
       shape.assign(dims.size(), std::max({o.batch, o.hq, o.m, o.n}));
     }
     // Static sizes stand (a list broadcast over batch or heads).
     for (size_t d = 0; d < dims.size() && d < shape.size(); ++d)
-      if (dims[d] >= 0 && (d < 2 || !isBlockList(names[i], qSide, counts)))
+      if (dims[d] >= 0 && (d < 2 || !list))
         shape[d] = dims[d];
     shapes.push_back(shape);
   }
@@ -359,14 +380,8 @@ int run(int argc, char **argv) {
                 reference.computes->maskMod.name.rfind("jagged:", 0) == 0;
   for (size_t i = numOutputs; i < numArgs; ++i) {
     HostTensor &t = *host[i];
-    bool qSide = false, counts = false;
-    if (isBlockList(names[i], qSide, counts)) {
-      // Every block of every row partial: full lists empty.
-      bool full = names[i].rfind("full_", 0) == 0;
-      int64_t listed =
-          qSide ? (o.m + qBlock - 1) / qBlock : (o.n + kvBlock - 1) / kvBlock;
-      for (int64_t e = 0; e < t.numElements(); ++e)
-        t.set(e, full ? 0 : counts ? listed : e % listed);
+    if (std::optional<BlockList> list = BlockList::of(names[i])) {
+      list->fillAllPartial(t, o.m, o.n, qBlock, kvBlock);
       continue;
     }
     // The jagged mask's second integer capture: where each sequence starts.

@@ -218,6 +218,16 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     modified score; the sums run in a fixed order, so that two runs agree
     bit for bit.
 
+    A `block_mask` has FlexAttention's semantics, as for `attn.attention`:
+    a full block needs no `mask_mod`, a partial one applies it, an
+    unlisted one contributes nothing; so an op with a block mask must have
+    a `mask_mod`. The GPU kernels visit only the listed blocks: the dQ
+    kernel walks the kv-side lists, the dK/dV kernel the q-side ones
+    (which an `attn.create_block_mask` has and an `attn.make_block_mask`
+    does not). Without a block mask they derive one of their tiles from
+    the `mask_mod`. The CPU loops apply the block mask element by
+    element.
+
     On the GPU, `kernel` (set by `attn-choose-kernel`) is an `mma_sync`
     or (sm_90a) `wgmma` kernel of one band: a block of `q_tile / 16` warps
     computes dQ (and Delta) for `q_tile` query rows, stepping over the keys
@@ -226,7 +236,8 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     of its kv head `q_tile` at a time; `stages` buffers the streamed tiles.
     It needs f16 or bf16 inputs, head dims that are multiples of 16 up to
     128 (for `wgmma` 16, 32, 64 or 128, with tiles of 64 or 128 rows and
-    two stages), and no `wrt` tensors.
+    two stages), no `wrt` tensors, and tiles that divide the block mask's
+    blocks.
 
     ```mlir
     %dq, %dk, %dv = attn.attention_grad
@@ -258,6 +269,7 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
                        AnyRankedTensor:$output,
                        AnyRankedTensor:$grad_output,
                        AnyRankedTensor:$logsumexp,
+                       Optional<Attn_BlockMaskType>:$block_mask,
                        Variadic<AnyRankedTensor>:$wrt,
                        Variadic<AnyRankedTensor>:$outputs,
                        OptionalAttr<F32Attr>:$scale,
@@ -273,6 +285,7 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
               type($output) `,` type($grad_output) `,` type($logsumexp) `)`
     (`wrt` `(` $wrt^ `:` type($wrt) `)`)?
     `outs` `(` $outputs `:` type($outputs) `)`
+    (`block_mask` `(` $block_mask^ `:` type($block_mask) `)`)?
     attr-dict
     (`score_mod` $score_mod^)?
     (`mask_mod` $mask_mod^)?

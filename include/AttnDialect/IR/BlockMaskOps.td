@@ -53,13 +53,15 @@ def Attn_CreateBlockMaskOp : Attn_Op<"create_block_mask", [Pure]> {
 
 def Attn_MakeBlockMaskOp : Attn_Op<"make_block_mask", [
     Pure, AttrSizedOperandSegments]> {
-  let summary = "a block mask from precomputed kv-side tensors";
+  let summary = "a block mask from precomputed tensors";
   let description = [{
     Wraps block-sparse metadata computed elsewhere (for instance by
     PyTorch's `create_block_mask`) as an `!attn.block_mask`: the partial
-    kv-block lists and, optionally, the full ones. Counts are
-    i32 [B, H, QB], indices i32 [B, H, QB, KB]. It carries no q-side
-    (transposed) lists: a read of a q-side field of it is left for
+    kv-block lists and, optionally, the full ones; and optionally the
+    q-side (transposed) lists that a backward's dK/dV kernel walks.
+    kv-side counts are i32 [B, H, QB], indices i32 [B, H, QB, KB]; q-side
+    counts i32 [B, H, KB], indices i32 [B, H, KB, QB]. A read of a q-side
+    field of a mask given without them is left for
     `attn-check-decomposed` to report.
 
     ```mlir
@@ -70,14 +72,26 @@ def Attn_MakeBlockMaskOp : Attn_Op<"make_block_mask", [
   let arguments = (ins AnyRankedTensor:$kv_num_blocks,
                        AnyRankedTensor:$kv_indices,
                        Optional<AnyRankedTensor>:$full_kv_num_blocks,
-                       Optional<AnyRankedTensor>:$full_kv_indices);
+                       Optional<AnyRankedTensor>:$full_kv_indices,
+                       Optional<AnyRankedTensor>:$q_num_blocks,
+                       Optional<AnyRankedTensor>:$q_indices,
+                       Optional<AnyRankedTensor>:$full_q_num_blocks,
+                       Optional<AnyRankedTensor>:$full_q_indices);
   let results = (outs Attn_BlockMaskType:$result);
   let assemblyFormat = [{
     `kv` `(` $kv_num_blocks `,` $kv_indices `:` type($kv_num_blocks) `,`
               type($kv_indices) `)`
     (`full_kv` `(` $full_kv_num_blocks^ `,` $full_kv_indices `:`
                    type($full_kv_num_blocks) `,` type($full_kv_indices) `)`)?
+    (`q` `(` $q_num_blocks^ `,` $q_indices `:` type($q_num_blocks) `,`
+              type($q_indices) `)`)?
+    (`full_q` `(` $full_q_num_blocks^ `,` $full_q_indices `:`
+                   type($full_q_num_blocks) `,` type($full_q_indices) `)`)?
     attr-dict `:` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// The list of `field`, or null where the op was not given it.
+    Value getList(BlockMaskField field);
   }];
   let hasVerifier = 1;
 }

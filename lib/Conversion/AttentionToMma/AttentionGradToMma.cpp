@@ -47,9 +47,35 @@ struct AttentionGradToMmaPass
       if (op.getKernelAttr() && !inGpuKernel(op))
         ops.push_back(op);
     });
+    for (AttentionGradOp op : ops)
+      if (failed(checkBlockMask(op)))
+        return signalPassFailure();
     IRRewriter rewriter(&getContext());
     for (AttentionGradOp op : ops)
       lower(rewriter, op);
+  }
+
+  /// The kernels read all eight lists of a given block mask: the dQ
+  /// kernel the kv side, the dK/dV kernel the q side.
+  LogicalResult checkBlockMask(AttentionGradOp op) {
+    Value blockMask = op.getBlockMask();
+    if (!blockMask || blockMask.getDefiningOp<CreateBlockMaskOp>())
+      return success();
+    auto make = blockMask.getDefiningOp<MakeBlockMaskOp>();
+    if (!make)
+      return op.emitOpError()
+             << "has a block mask that is neither an attn.create_block_mask "
+                "nor an attn.make_block_mask in its function";
+    for (int64_t i = 0; i < 8; ++i) {
+      auto field = static_cast<BlockMaskField>(i);
+      if (!make.getList(field))
+        return op.emitOpError()
+               << "has a block mask made without "
+               << stringifyBlockMaskField(field)
+               << ": the backward's kernels walk both sides' partial and "
+                  "full lists";
+    }
+    return success();
   }
 
   void lower(RewriterBase &rewriter, AttentionGradOp op);
@@ -98,15 +124,18 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
       rewriter, loc,
       MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()), words);
 
-  // With a mask_mod, the block mask of its tiles: the kv side lists the
-  // dQ blocks' steps, the q side the dK/dV blocks'.
+  // The op's block mask, or with a mask_mod that of its tiles: the kv
+  // side lists the dQ blocks' steps, the q side the dK/dV blocks'.
   SmallVector<Value> lists;
-  if (op.hasMaskMod() && blockMasks) {
+  Value blockMask = op.getBlockMask();
+  if (!blockMask && op.hasMaskMod() && blockMasks) {
     Value sizes[] = {batches, heads, rows, keys};
-    auto create = deriveBlockMask(
+    blockMask = deriveBlockMask(
         rewriter, loc, op.getMaskMod(), op.getCausal(),
         BlockMaskType::get(rewriter.getContext(), qTile, kvTile),
         [&](int64_t i) { return sizes[i]; });
+  }
+  if (blockMask) {
     // The lists may be views of the scratch buffer: any strided layout.
     for (BlockMaskField field :
          {BlockMaskField::kv_num_blocks, BlockMaskField::kv_indices,
@@ -117,7 +146,7 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
       SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
       Value tensor = BlockMaskFieldOp::create(
           rewriter, loc, RankedTensorType::get(shape, rewriter.getI32Type()),
-          create, field);
+          blockMask, field);
       auto layout = StridedLayoutAttr::get(rewriter.getContext(),
                                            ShapedType::kDynamic, shape);
       lists.push_back(bufferization::ToBufferOp::create(

@@ -131,6 +131,16 @@ class BlockMask:
         return (self.kv_num_blocks, self.kv_indices, self.full_kv_num_blocks,
                 self.full_kv_indices)
 
+    def lists(self):
+        """kv_lists() and the q side's (q_num_blocks, q_indices,
+        full_q_num_blocks, full_q_indices): the arguments of a function
+        built with attn.attention_grad(given_block_mask=...)."""
+        if self.q_num_blocks is None:
+            raise ValueError("attn: BlockMask: the backward walks the q-side "
+                             "lists, and this mask has none")
+        return self.kv_lists() + (self.q_num_blocks, self.q_indices,
+                                  self.full_q_num_blocks, self.full_q_indices)
+
     @property
     def shape(self):
         """(B, H, q_len, kv_len)."""

@@ -91,7 +91,8 @@ def attention(dtype="f32", head_dim=64, value_dim=None, causal=False,
 
 def attention_grad(dtype="f32", head_dim=64, value_dim=None, causal=False,
                    mask=None, score_mod=None, scale=None, batch=None,
-                   heads=None, q_len=None, kv_len=None, capture_grads=False):
+                   heads=None, q_len=None, kv_len=None, capture_grads=False,
+                   given_block_mask=None):
     """The backward of attention(...) with the same arguments: a module
     with one function @attention_grad(q, k, v, out, grad_out, lse, dq, dk,
     dv [, dslopes] [, captures as attention's]) holding one
@@ -105,11 +106,21 @@ def attention_grad(dtype="f32", head_dim=64, value_dim=None, causal=False,
     ALiBi). It compiles for the CPU (compile_cpu) and, for f16 and bf16
     with head dims up to 128 and without `capture_grads`, for the GPU
     (compile_gpu: the mma.sync backward kernels, sm_80 and newer).
+
+    `given_block_mask`, a block size as attention()'s, makes the function
+    take a block mask's eight lists as its last arguments (BlockMask.lists():
+    the kv side as attention()'s, then q_num_blocks [1, 1, KB], q_indices
+    [1, 1, KB, QB], full_q_num_blocks and full_q_indices, which the dK/dV
+    kernel walks). The GPU kernels' 64-row tiles must divide the blocks.
     """
     capture_grads = _check_bool("capture_grads", capture_grads)
+    if given_block_mask is not None:
+        given_block_mask = _check_block_size("given_block_mask",
+                                             given_block_mask)
     return Module.parse(_variant_source(
         dtype, head_dim, value_dim, causal, False, mask, score_mod, scale,
-        batch, heads, q_len, kv_len, 0, True, capture_grads))
+        batch, heads, q_len, kv_len, given_block_mask or 0, True,
+        capture_grads))
 
 
 def _variant_source(dtype, head_dim, value_dim, causal, lse, mask, score_mod,
