@@ -220,6 +220,16 @@ public:
                             "a block-mask list's leading dim",
                             d < 2 || i < 4 ? "kv_num_blocks'"
                                            : "q_num_blocks'");
+        // Full index lists are as wide as the partial ones of their side:
+        // the kernels read both with one bound.
+        if (i % 4 == 3)
+          if (Size at = sizeOfDim(list, 3); at.kind == Size::Kind::Dim)
+            if (Size of = sizeOfDim(
+                    make.getList(static_cast<BlockMaskField>(i - 2)), 3);
+                of.kind != Size::Kind::Unknown)
+              (void)require(make, ShapeConstraint::Kind::Equal, at, of, 1,
+                            "a full index list's width",
+                            "its side's partial list's");
       }
       return e;
     }

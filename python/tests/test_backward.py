@@ -450,6 +450,17 @@ def test_given_block_mask_has_flexattention_semantics():
             assert relative_error(g, w) < 1e-5, name
 
 
+def test_block_mask_sides_must_agree_on_full_blocks():
+    # A block full on the kv side but partial on the q side would be masked
+    # by one backward kernel and not by the other.
+    bm = attn.create_block_mask("sliding-window:36", 70, 70, q_block=16,
+                                kv_block=16)
+    with pytest.raises(ValueError, match="q-side partial lists are not"):
+        attn.BlockMask(*bm.kv_lists(), bm.full_q_num_blocks,
+                       bm.full_q_indices, bm.q_num_blocks, bm.q_indices,
+                       q_block=16, kv_block=16, q_len=70, kv_len=70)
+
+
 def test_given_block_mask_needs_the_q_side():
     bm = attn.create_block_mask("sliding-window:20", 40, 40, q_block=16,
                                 kv_block=16)

@@ -142,3 +142,35 @@ func.func @computed_query(%qa: tensor<?x?x?x64xf16>, %k: tensor<?x?x?x64xf16>,
       -> tensor<?x?x?x64xf16>
   return %r : tensor<?x?x?x64xf16>
 }
+
+// -----
+
+// Given lists, both sides (a backward's): the full index lists are as wide
+// as their side's partial ones (the kernels bound both by one width), and
+// the q side has a row for every kv-block.
+// CHECK-LABEL: func.func @given_both_sides
+// CHECK-SAME: ["equal", array<i64: 9, 3, 7, 3>, "a full index list's width"]
+// CHECK-SAME: ["equal", array<i64: 13, 3, 11, 3>, "a full index list's width"]
+// CHECK-SAME: ["at_least", array<i64: 10, 2, 1, 2, 128>, "the block mask's q-side rows"]
+func.func @given_both_sides(%q: tensor<?x?x?x64xf16>, %k: tensor<?x?x?x64xf16>,
+    %v: tensor<?x?x?x64xf16>, %o: tensor<?x?x?x64xf16>, %do: tensor<?x?x?x64xf16>,
+    %lse: tensor<?x?x?xf32>, %kvn: tensor<1x1x?xi32>, %kvi: tensor<1x1x?x?xi32>,
+    %fkvn: tensor<1x1x?xi32>, %fkvi: tensor<1x1x?x?xi32>, %qn: tensor<1x1x?xi32>,
+    %qi: tensor<1x1x?x?xi32>, %fqn: tensor<1x1x?xi32>, %fqi: tensor<1x1x?x?xi32>)
+    -> (tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>) {
+  %bm = attn.make_block_mask kv(%kvn, %kvi : tensor<1x1x?xi32>, tensor<1x1x?x?xi32>)
+      full_kv(%fkvn, %fkvi : tensor<1x1x?xi32>, tensor<1x1x?x?xi32>)
+      q(%qn, %qi : tensor<1x1x?xi32>, tensor<1x1x?x?xi32>)
+      full_q(%fqn, %fqi : tensor<1x1x?xi32>, tensor<1x1x?x?xi32>)
+      : !attn.block_mask<q_block = 128, kv_block = 128>
+  %r:3 = attn.attention_grad ins(%q, %k, %v, %o, %do, %lse : tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?xf32>)
+      outs(%q, %k, %v : tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>)
+      block_mask(%bm : !attn.block_mask<q_block = 128, kv_block = 128>)
+      mask_mod {
+      ^bb0(%b: index, %hh: index, %i: index, %j: index):
+        %keep = arith.cmpi uge, %i, %j : index
+        attn.yield %keep : i1
+      }
+      -> tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>
+  return %r#0, %r#1, %r#2 : tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>
+}

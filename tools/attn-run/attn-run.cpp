@@ -163,7 +163,8 @@ static SizeList rowLens("row-len", cl::CommaSeparated,
 static SizeOpt givenBlockMask(
     "given-block-mask", cl::init(0),
     cl::desc("with --emit-variant: the function takes a block mask of this "
-             "block size as four list arguments after the captures"),
+             "block size as list arguments after the captures (four, the "
+             "kv side; eight with --backward, the q side too)"),
     cl::cat(category));
 static cl::opt<bool> emitVariant("emit-variant",
                                  cl::desc("print the generated IR and stop"),

@@ -223,10 +223,13 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     unlisted one contributes nothing; so an op with a block mask must have
     a `mask_mod`. The GPU kernels visit only the listed blocks: the dQ
     kernel walks the kv-side lists, the dK/dV kernel the q-side ones
-    (which an `attn.create_block_mask` has and an `attn.make_block_mask`
-    does not). Without a block mask they derive one of their tiles from
-    the `mask_mod`. The CPU loops apply the block mask element by
-    element.
+    (which an `attn.create_block_mask` computes and an
+    `attn.make_block_mask` carries when it is given them). Without a block
+    mask they derive one of their tiles from the `mask_mod`. The CPU loops
+    apply the block mask element by element. As in the forward's kernels,
+    a full block that the problem's end cuts or the causal diagonal
+    crosses is masked with the `mask_mod` too, so full lists must name
+    blocks the `mask_mod` keeps whole (as `attn.create_block_mask`'s do).
 
     On the GPU, `kernel` (set by `attn-choose-kernel`) is an `mma_sync`
     or (sm_90a) `wgmma` kernel of one band: a block of `q_tile / 16` warps

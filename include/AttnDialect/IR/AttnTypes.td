@@ -32,8 +32,8 @@ def Attn_BlockMaskType : TypeDef<Attn_Dialect, "BlockMask"> {
     q-side lists serve backward passes, which walk the mask column by
     column. `attn-lower-block-masks` (host loops) and
     `attn-block-masks-to-gpu` (a kernel) compute them for
-    `attn.create_block_mask`; an `attn.make_block_mask` carries only the
-    kv-side lists it was given.
+    `attn.create_block_mask`; an `attn.make_block_mask` carries the lists
+    it was given.
 
     Block sizes are powers of two from 16 to 1024 (FlexAttention's default
     is 128).

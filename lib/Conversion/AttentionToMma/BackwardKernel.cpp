@@ -19,14 +19,19 @@ using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mma;
 
-/// Whether the block mask lists the same blocks for every head: one
-/// derived from a mask_mod that ignores h, or one given for a single head.
+/// Whether the block mask's q side lists the same blocks for every head:
+/// one derived from a mask_mod that ignores h, or one given for a single
+/// head.
 static bool listsIgnoreHeads(AttentionGradOp op) {
-  if (Value blockMask = op.getBlockMask()) {
-    auto create = blockMask.getDefiningOp<CreateBlockMaskOp>();
-    return create && matchPattern(create.getHeads(), m_One());
-  }
-  return op.getMaskMod().front().getArgument(1).use_empty();
+  Value blockMask = op.getBlockMask();
+  if (!blockMask)
+    return op.getMaskMod().front().getArgument(1).use_empty();
+  if (auto create = blockMask.getDefiningOp<CreateBlockMaskOp>())
+    return matchPattern(create.getHeads(), m_One());
+  auto make = blockMask.getDefiningOp<MakeBlockMaskOp>();
+  return make && make.getQNumBlocks() &&
+         cast<RankedTensorType>(make.getQNumBlocks().getType()).getDimSize(1) ==
+             1;
 }
 
 void GradBuilder::buildQueryGrad() {

@@ -19,48 +19,65 @@ using namespace mlir::attn::mma;
 
 GradBuilder::ListLine GradBuilder::readLine(Value h, Value limit) {
   Value line = listLine;
+  // One op built per statement, for a compiler-independent order.
   auto dim = [&](Value buffer, int64_t d) -> Value {
     return memref::DimOp::create(b, loc, buffer, d);
   };
+  Value one = c(1), zero = c(0);
   // A block mask of batch (head) extent 1 serves every batch (head).
   auto broadcast = [&](int64_t d, Value position) -> Value {
-    Value isOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        dim(k.counts, d), c(1));
-    return arith::SelectOp::create(b, loc, isOne, c(0), position);
+    Value extent = dim(k.counts, d);
+    Value isOne =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, extent, one);
+    return arith::SelectOp::create(b, loc, isOne, zero, position);
   };
-  Value batch = broadcast(0, k.batch), head = broadcast(1, h);
-  Value inLists = less(line, dim(k.counts, 2));
-  Value row = arith::SelectOp::create(b, loc, inLists, line, c(0));
-  Value blocks = dim(k.indices, 3);
-  Value lastIndex = max(sub(blocks, c(1)), c(0));
+  Value batch = broadcast(0, k.batch);
+  Value head = broadcast(1, h);
+  Value lines = dim(k.counts, 2);
+  Value inLists = less(line, lines);
+  Value row = arith::SelectOp::create(b, loc, inLists, line, zero);
   auto load = [this](Value buffer, ValueRange indices) -> Value {
-    return arith::IndexCastOp::create(
-        b, loc, b.getIndexType(),
-        memref::LoadOp::create(b, loc, buffer, indices));
+    Value word = memref::LoadOp::create(b, loc, buffer, indices);
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), word);
   };
-  auto count = [&](Value counts) -> Value {
-    Value clipped = max(min(load(counts, {batch, head, row}), blocks), c(0));
-    return arith::SelectOp::create(b, loc, inLists, clipped, c(0));
+  // Each list's count is clipped to its own index rows' width, and its
+  // reads stay inside them.
+  auto count = [&](Value counts, Value indices) -> Value {
+    Value width = dim(indices, 3);
+    Value given = load(counts, {batch, head, row});
+    Value clipped = max(min(given, width), zero);
+    return arith::SelectOp::create(b, loc, inLists, clipped, zero);
+  };
+  auto lastOf = [&](Value indices) -> Value {
+    Value width = dim(indices, 3);
+    return max(sub(width, one), zero);
   };
   // Entries are blocks; steps are tiles, `ratio` to a block.
   int64_t ratio = streamedBlock / streamedTile, tile = streamedTile,
           block = streamedBlock;
-  Value full = count(k.fullCounts);
-  Value total = add(full, count(k.counts));
+  Value full = count(k.fullCounts, k.fullIndices);
+  Value partial = count(k.counts, k.indices);
+  Value total = add(full, partial);
+  Value lastFull = lastOf(k.fullIndices);
+  Value lastPartial = lastOf(k.indices);
   ListLine listed;
   listed.full = ratio == 1 ? full : mul(full, c(ratio));
   listed.total = ratio == 1 ? total : mul(total, c(ratio));
   listed.start = [=](Value step) {
     Value e = ratio == 1 ? step : div(step, ratio);
-    auto entry = [&](Value indices, Value position) {
-      return load(indices,
-                  {batch, head, row, max(min(position, lastIndex), c(0))});
+    auto entry = [&](Value indices, Value position, Value last) {
+      Value at = max(min(position, last), zero);
+      return load(indices, {batch, head, row, at});
     };
+    Value isFull = less(e, full);
+    Value fullIndex = entry(k.fullIndices, e, lastFull);
+    Value partialEntry = sub(e, full);
+    Value partialIndex = entry(k.indices, partialEntry, lastPartial);
     Value index =
-        arith::SelectOp::create(b, loc, less(e, full), entry(k.fullIndices, e),
-                                entry(k.indices, sub(e, full)));
+        arith::SelectOp::create(b, loc, isFull, fullIndex, partialIndex);
     Value pastEnd = arith::CeilDivUIOp::create(b, loc, limit, c(block));
-    index = arith::SelectOp::create(b, loc, less(index, c(0)), pastEnd, index);
+    Value negative = less(index, zero);
+    index = arith::SelectOp::create(b, loc, negative, pastEnd, index);
     Value first = mul(index, c(block));
     if (ratio == 1)
       return first;

@@ -105,20 +105,26 @@ class BlockMask:
         self._batch, self._heads = batch, heads
         # A block is listed once at most on each side, and the q side is
         # the kv side's transpose.
-        kv_pairs = [(self.kv_num_blocks, self.kv_indices)]
+        partial = _listings([(self.kv_num_blocks, self.kv_indices)])
+        full = np.zeros_like(partial)
         if self.full_kv_num_blocks is not None:
-            kv_pairs.append((self.full_kv_num_blocks, self.full_kv_indices))
-        listed = _listings(kv_pairs)
-        if listed.max(initial=0) > 1:
+            full = _listings([(self.full_kv_num_blocks, self.full_kv_indices)])
+        if (partial + full).max(initial=0) > 1:
             raise ValueError("attn: BlockMask: a kv-block is listed twice "
                              "for one q-block")
         if self.q_num_blocks is not None:
-            q_listed = _listings([(self.q_num_blocks, self.q_indices),
-                                  (self.full_q_num_blocks,
-                                   self.full_q_indices)])
-            if not np.array_equal(q_listed, listed.transpose(0, 1, 3, 2)):
-                raise ValueError("attn: BlockMask: the q-side lists are not "
-                                 "the kv-side lists transposed")
+            # Partial blocks on one side are partial on the other, full
+            # ones full: the dQ and dK/dV kernels must mask the same ones.
+            for kind, kv_side, q_side in (
+                    ("partial", partial, (self.q_num_blocks, self.q_indices)),
+                    ("full", full, (self.full_q_num_blocks,
+                                    self.full_q_indices))):
+                q_listed = _listings([q_side])
+                if not np.array_equal(q_listed,
+                                      kv_side.transpose(0, 1, 3, 2)):
+                    raise ValueError(
+                        f"attn: BlockMask: the q-side {kind} lists are not "
+                        f"the kv-side {kind} lists transposed")
 
     def kv_lists(self):
         """(kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices):
