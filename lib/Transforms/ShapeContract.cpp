@@ -221,7 +221,7 @@ public:
                             d < 2 || i < 4 ? "kv_num_blocks'"
                                            : "q_num_blocks'");
         // Full index lists are as wide as the partial ones of their side:
-        // the kernels read both with one bound.
+        // the forward's kernels read both within the partial list's width.
         if (i % 4 == 3)
           if (Size at = sizeOfDim(list, 3); at.kind == Size::Kind::Dim)
             if (Size of = sizeOfDim(
