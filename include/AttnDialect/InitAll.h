@@ -15,6 +15,7 @@
 #include "AttnDialect/Pipelines/Pipelines.h"
 #include "AttnDialect/Target/KernelBundle/Passes.h"
 #include "AttnDialect/Target/NVVM/Passes.h"
+#include "AttnDialect/Transforms/BackwardLoops.h"
 #include "AttnDialect/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -27,9 +28,10 @@
 namespace mlir::attn {
 
 /// The attn dialect (the dialects its passes create are their dependent
-/// dialects and load with them).
+/// dialects and load with them) and the interfaces other libraries attach.
 inline void registerAttnDialects(DialectRegistry &registry) {
   registry.insert<AttnDialect>();
+  registerAttentionGradDecomposition(registry);
 }
 
 /// Every attn pass, by stage, and the named pipelines.

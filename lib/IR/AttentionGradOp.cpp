@@ -4,6 +4,7 @@
 #include "AttnDialect/IR/ScoreModDerivative.h"
 #include "VerifyUtils.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
@@ -18,8 +19,17 @@ float AttentionGradOp::getScaleValue() {
   return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
 }
 
+SmallVector<OpFoldResult> AttentionGradOp::getMixedOffsets() {
+  if (!getOffsets().empty())
+    return getAsOpFoldResult(getOffsets());
+  return SmallVector<OpFoldResult>(2, Builder(getContext()).getIndexAttr(0));
+}
+
 LogicalResult AttentionGradOp::verify() {
   Operation *op = getOperation();
+  if (!getOffsets().empty() && getOffsets().size() != 2)
+    return emitOpError() << "expected 2 offsets (b, h) or none, but got "
+                         << getOffsets().size();
   RankedTensorType q = getQuery().getType(), k = getKey().getType(),
                    v = getValue().getType(), o = getOutput().getType(),
                    dO = getGradOutput().getType(),
@@ -172,6 +182,10 @@ LogicalResult AttentionGradOp::verifyKernel(KernelAttr kernel) {
     return emitOpError() << "cannot run on the " << kind
                          << " backward kernel: it computes no wrt gradients "
                             "(attn-lower-to-cpu does)";
+  if (!getOffsets().empty())
+    return emitOpError() << "cannot run on the " << kind
+                         << " backward kernel: it computes whole problems, "
+                            "not a tile with offsets";
   if (kernel.getQTile() > 128 || kernel.getKvTile() > 128)
     return emitOpError() << "has kernel " << kernel
                          << ": the backward's tiles are at most 128 rows "

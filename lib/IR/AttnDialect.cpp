@@ -36,6 +36,9 @@ void AttnDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "AttnDialect/IR/AttnAttrs.cpp.inc"
       >();
+  // The backward's loops live with the Transforms library, which attaches
+  // them (registerAttentionGradDecomposition).
+  declarePromisedInterface<linalg::AggregatedOpInterface, AttentionGradOp>();
 }
 
 LogicalResult

@@ -1,10 +1,11 @@
-//===- TilingInterfaceImpl.cpp - tiling attn.attention --------------------===//
+//===- TilingInterfaceImpl.cpp - tiling attn.attention and its gradient --===//
 //
 // attn.attention tiles over (B, Hq, M, Dv) of its output, all parallel, and
 // the kv length N, a reduction split only through PartialReductionOpInterface.
-// A tile is again an attn.attention, on slices of Q, K, V and the outputs,
-// whose `offsets` give its whole-problem position so that masks and score
-// mods see the same indices as before tiling.
+// attn.attention_grad tiles over (B, Hkv). A tile is again the op, on slices
+// of its operands and outputs, whose `offsets` give its whole-problem
+// position so that masks and score mods see the same indices as before
+// tiling.
 //
 //===----------------------------------------------------------------------===//
 
@@ -388,4 +389,146 @@ AttentionOp::mergeReductions(OpBuilder &b, Location loc,
                                      partialReduce[1], getOutputs());
   return MergeResult{{merge.getOperation()},
                      SmallVector<Value>(merge.getResults())};
+}
+
+//===----------------------------------------------------------------------===//
+// attn.attention_grad: tiles of whole kv heads, each with every query head
+// that reads it, since dK and dV sum over those query heads.
+//===----------------------------------------------------------------------===//
+
+enum : unsigned { kGradBatch, kGradKvHeads, kGradNumLoops };
+
+SmallVector<utils::IteratorType> AttentionGradOp::getLoopIteratorTypes() {
+  return SmallVector<utils::IteratorType>(kGradNumLoops,
+                                          utils::IteratorType::parallel);
+}
+
+SmallVector<Range> AttentionGradOp::getIterationDomain(OpBuilder &b) {
+  Location loc = getLoc();
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  return {Range{zero, tensor::getMixedSize(b, loc, getKey(), 0), one},
+          Range{zero, tensor::getMixedSize(b, loc, getKey(), 1), one}};
+}
+
+/// x * y on indices, folded when both are constant.
+static OpFoldResult multiply(OpBuilder &b, Location loc, OpFoldResult x,
+                             OpFoldResult y) {
+  std::optional<int64_t> cx = getConstantIntValue(x),
+                         cy = getConstantIntValue(y);
+  if (cx && cy)
+    return b.getIndexAttr(*cx * *cy);
+  if (cy == 1)
+    return x;
+  Value factor = getValueOrCreateConstantIndexOp(b, loc, y);
+  return arith::MulIOp::create(
+             b, loc, getValueOrCreateConstantIndexOp(b, loc, x), factor)
+      .getResult();
+}
+
+/// The query heads (offset, size) of kv heads [offset, offset + size): Hq /
+/// Hkv per kv head.
+static std::pair<OpFoldResult, OpFoldResult> queryHeadsOf(AttentionGradOp op,
+                                                          OpBuilder &b,
+                                                          OpFoldResult offset,
+                                                          OpFoldResult size) {
+  Location loc = op.getLoc();
+  OpFoldResult hq = tensor::getMixedSize(b, loc, op.getQuery(), 1);
+  OpFoldResult hkv = tensor::getMixedSize(b, loc, op.getKey(), 1);
+  OpFoldResult group = divide(b, loc, hq, hkv);
+  OpFoldResult headOffset = multiply(b, loc, offset, group);
+  OpFoldResult heads = multiply(b, loc, size, group);
+  return {headOffset, heads};
+}
+
+/// [offsets[0], headOffset, 0...] / [sizes[0], heads, whole...] of `source`.
+static Value headSlice(OpBuilder &b, Location loc, Value source,
+                       OpFoldResult batchOffset, OpFoldResult batches,
+                       OpFoldResult headOffset, OpFoldResult heads) {
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, source);
+  SmallVector<OpFoldResult> offsets(sizes.size(), b.getIndexAttr(0));
+  offsets[0] = batchOffset;
+  offsets[1] = headOffset;
+  sizes[0] = batches;
+  sizes[1] = heads;
+  return slice(b, loc, source, offsets, sizes);
+}
+
+FailureOr<TilingResult>
+AttentionGradOp::getTiledImplementation(OpBuilder &b,
+                                        ArrayRef<OpFoldResult> offsets,
+                                        ArrayRef<OpFoldResult> sizes) {
+  if (!getWrt().empty())
+    return emitOpError() << "cannot be tiled with wrt tensors: every tile "
+                            "adds to the whole of each wrt gradient";
+  if (getKernelAttr())
+    return emitOpError() << "cannot be tiled once it has a kernel: the GPU "
+                            "backward kernels compute whole problems";
+  Location loc = getLoc();
+  OpFoldResult queryHeadOffset, queryHeads;
+  std::tie(queryHeadOffset, queryHeads) =
+      queryHeadsOf(*this, b, offsets[kGradKvHeads], sizes[kGradKvHeads]);
+  SmallVector<Operation *> slices;
+  auto byQueryHeads = [&](Value source) {
+    Value value = headSlice(b, loc, source, offsets[kGradBatch],
+                            sizes[kGradBatch], queryHeadOffset, queryHeads);
+    slices.push_back(value.getDefiningOp());
+    return value;
+  };
+  auto byKvHeads = [&](Value source) {
+    Value value =
+        headSlice(b, loc, source, offsets[kGradBatch], sizes[kGradBatch],
+                  offsets[kGradKvHeads], sizes[kGradKvHeads]);
+    slices.push_back(value.getDefiningOp());
+    return value;
+  };
+  // One slice per statement, for a compiler-independent order.
+  Value query = byQueryHeads(getQuery());
+  Value key = byKvHeads(getKey());
+  Value value = byKvHeads(getValue());
+  Value output = byQueryHeads(getOutput());
+  Value gradOutput = byQueryHeads(getGradOutput());
+  Value logsumexp = byQueryHeads(getLogsumexp());
+  SmallVector<Value> outputs;
+  outputs.push_back(byQueryHeads(getOutputs()[0]));
+  outputs.push_back(byKvHeads(getOutputs()[1]));
+  outputs.push_back(byKvHeads(getOutputs()[2]));
+
+  // The tile's position in the whole problem: this op's own, plus the tile's.
+  SmallVector<OpFoldResult> base = getMixedOffsets();
+  SmallVector<OpFoldResult> local = {offsets[kGradBatch], queryHeadOffset};
+  SmallVector<Value> tileOffsets;
+  for (auto [baseOffset, localOffset] : llvm::zip_equal(base, local))
+    tileOffsets.push_back(getValueOrCreateConstantIndexOp(
+        b, loc, add(b, loc, baseOffset, localOffset)));
+
+  auto tiled = AttentionGradOp::create(
+      b, loc, ValueRange(outputs).getTypes(), query, key, value, output,
+      gradOutput, logsumexp, getBlockMask(), ValueRange(), outputs, tileOffsets,
+      getScaleAttr(), getCausalAttr(), KernelAttr());
+  IRMapping mapping;
+  getScoreMod().cloneInto(&tiled.getScoreMod(), mapping);
+  getMaskMod().cloneInto(&tiled.getMaskMod(), mapping);
+  return TilingResult{
+      {tiled.getOperation()}, SmallVector<Value>(tiled.getResults()), slices};
+}
+
+LogicalResult AttentionGradOp::getResultTilePosition(
+    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  // dQ by query heads, dK and dV by kv heads; wrt gradients are not tiled.
+  if (resultNumber > 2)
+    return failure();
+  Location loc = getLoc();
+  OpFoldResult headOffset = offsets[kGradKvHeads], heads = sizes[kGradKvHeads];
+  if (resultNumber == 0)
+    std::tie(headOffset, heads) =
+        queryHeadsOf(*this, b, offsets[kGradKvHeads], sizes[kGradKvHeads]);
+  resultSizes = tensor::getMixedSizes(b, loc, getOutputs()[resultNumber]);
+  resultOffsets.assign(resultSizes.size(), b.getIndexAttr(0));
+  resultOffsets[0] = offsets[kGradBatch];
+  resultOffsets[1] = headOffset;
+  resultSizes[0] = sizes[kGradBatch];
+  resultSizes[1] = heads;
+  return success();
 }

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <limits>
@@ -493,6 +494,13 @@ SmallVector<Value> BackwardBuilder::build() {
     b.setInsertionPointToStart(headLoop.getBody());
     Value head = headLoop.getInductionVar();
     Value kvHead = arith::DivUIOp::create(b, loc, head, group);
+    // Regions and the block mask see whole-problem positions: a tile's
+    // offsets added.
+    Value problemBatch = batch, problemHead = head;
+    if (!op.getOffsets().empty()) {
+      problemBatch = arith::AddIOp::create(b, loc, op.getOffsets()[0], batch);
+      problemHead = arith::AddIOp::create(b, loc, op.getOffsets()[1], head);
+    }
     Value qRows = rowsOf(q, batch, head, zero, rows, d);
     Value dORows = rowsOf(op.getGradOutput(), batch, head, zero, rows, dv);
     Value oRows = rowsOf(op.getOutput(), batch, head, zero, rows, dv);
@@ -503,8 +511,9 @@ SmallVector<Value> BackwardBuilder::build() {
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), rows},
         SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
     Value delta = rowDeltas(dORows, oRows, rows);
-    Value states =
-        op.getBlockMask() ? blockStates(batch, head, rows, n) : Value();
+    Value states = op.getBlockMask()
+                       ? blockStates(problemBatch, problemHead, rows, n)
+                       : Value();
 
     ValueRange carried = headLoop.getRegionIterArgs();
     Value dqInit = filled({rows, b.getIndexAttr(d)}, 0.0);
@@ -531,7 +540,8 @@ SmallVector<Value> BackwardBuilder::build() {
       // S = Q K^T and dP = dO V^T, both [rows, len].
       Value s = accumulate(qRows, kRows, tile, {{x, z}, {y, z}, {x, y}});
       Value dp = accumulate(dORows, vRows, tile, {{x, z}, {y, z}, {x, y}});
-      auto [p, factor] = probabilities(s, lse, kv0, batch, head, states);
+      auto [p, factor] =
+          probabilities(s, lse, kv0, problemBatch, problemHead, states);
       Value ds = scoreGradients(p, dp, delta, factor);
       // dQ += dS K over (i, d, j); dK += dS^T Q and dV += P^T dO over
       // (j, d, i).
@@ -546,8 +556,8 @@ SmallVector<Value> BackwardBuilder::build() {
       ValueRange wrtGrads = kvLoop.getRegionIterArgs().drop_front(3);
       if (wrtIsRead) {
         Value dsMod = scoreGradients(p, dp, delta, Value());
-        llvm::append_range(next,
-                           accumulateWrt(wrtGrads, dsMod, s, kv0, batch, head));
+        llvm::append_range(next, accumulateWrt(wrtGrads, dsMod, s, kv0,
+                                               problemBatch, problemHead));
       } else {
         llvm::append_range(next, wrtGrads);
       }
@@ -573,6 +583,16 @@ SmallVector<Value> BackwardBuilder::build() {
 
 } // namespace
 
+/// Refuses a block mask the loops cannot read.
+static LogicalResult checkBlockMask(AttentionGradOp op) {
+  if (Value blockMask = op.getBlockMask();
+      blockMask && !blockMask.getDefiningOp<MakeBlockMaskOp>())
+    return op.emitOpError()
+           << "has a block mask that is not an attn.make_block_mask in its "
+              "function (run attn-lower-block-masks first)";
+  return success();
+}
+
 LogicalResult mlir::attn::decomposeAttentionGradOps(Operation *root,
                                                     int64_t kvTile,
                                                     bool boundsChecks,
@@ -590,11 +610,8 @@ LogicalResult mlir::attn::decomposeAttentionGradOps(Operation *root,
     if (failed(declareRegionErrorFunction(root, passName)))
       return failure();
   for (AttentionGradOp op : ops)
-    if (Value blockMask = op.getBlockMask();
-        blockMask && !blockMask.getDefiningOp<MakeBlockMaskOp>())
-      return op.emitOpError()
-             << "has a block mask that is not an attn.make_block_mask in its "
-                "function (run attn-lower-block-masks first)";
+    if (failed(checkBlockMask(op)))
+      return failure();
   for (AttentionGradOp op : ops) {
     RegionChecks checks = !boundsChecks     ? RegionChecks::None
                           : inGpuKernel(op) ? RegionChecks::DeviceTrap
@@ -605,4 +622,29 @@ LogicalResult mlir::attn::decomposeAttentionGradOps(Operation *root,
                        BackwardBuilder(rewriter, op, kvTile, checks).build());
   }
   return success();
+}
+
+namespace {
+
+/// The op's decomposition (AggregatedOpInterface), with attn-decompose's
+/// defaults: kv tiles of kDefaultBackwardKvTile keys, regions unchecked.
+struct AttentionGradDecomposition
+    : linalg::AggregatedOpInterface::ExternalModel<AttentionGradDecomposition,
+                                                   AttentionGradOp> {
+  FailureOr<SmallVector<Value>> decomposeOperation(Operation *op,
+                                                   OpBuilder &b) const {
+    auto grad = cast<AttentionGradOp>(op);
+    if (failed(checkBlockMask(grad)))
+      return failure();
+    return BackwardBuilder(b, grad, kDefaultBackwardKvTile, RegionChecks::None)
+        .build();
+  }
+};
+
+} // namespace
+
+void mlir::attn::registerAttentionGradDecomposition(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, AttnDialect *) {
+    AttentionGradOp::attachInterface<AttentionGradDecomposition>(*ctx);
+  });
 }

@@ -136,7 +136,8 @@ ArrayAttr mlir::attn::computesAttr(func::FuncOp func) {
       if (attention.getOffsets().empty())
         records.push_back(record(attention));
     } else if (auto grad = dyn_cast<AttentionGradOp>(op)) {
-      records.push_back(record(grad));
+      if (grad.getOffsets().empty())
+        records.push_back(record(grad));
     } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
       records.push_back(record(softmax));
     }

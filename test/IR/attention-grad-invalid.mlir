@@ -208,3 +208,26 @@ func.func @f(%q: tensor<2x8x16x64xf16>, %k: tensor<2x2x32x64xf16>, %v: tensor<2x
       -> tensor<2x8x16x64xf32>, tensor<2x2x32x64xf32>, tensor<2x2x32x64xf32>
   return
 }
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %k: tensor<1x1x8x32xf32>, %v: tensor<1x1x8x32xf32>, %l: tensor<1x4x16xf32>, %i: index) {
+  // expected-error @+1 {{expected 2 offsets (b, h) or none, but got 4}}
+  %r:3 = attn.attention_grad ins(%q, %k, %v, %q, %q, %l : tensor<1x4x16x32xf32>, tensor<1x1x8x32xf32>, tensor<1x1x8x32xf32>, tensor<1x4x16x32xf32>, tensor<1x4x16x32xf32>, tensor<1x4x16xf32>)
+      outs(%q, %k, %v : tensor<1x4x16x32xf32>, tensor<1x1x8x32xf32>, tensor<1x1x8x32xf32>)
+      offsets(%i, %i, %i, %i)
+      -> tensor<1x4x16x32xf32>, tensor<1x1x8x32xf32>, tensor<1x1x8x32xf32>
+  return
+}
+
+// -----
+
+// The GPU kernels compute whole problems, not tiles.
+func.func @f(%q: tensor<1x4x64x32xbf16>, %k: tensor<1x1x64x32xbf16>, %v: tensor<1x1x64x32xbf16>, %l: tensor<1x4x64xf32>, %i: index) {
+  // expected-error @+1 {{cannot run on the mma_sync backward kernel: it computes whole problems, not a tile with offsets}}
+  %r:3 = attn.attention_grad ins(%q, %k, %v, %q, %q, %l : tensor<1x4x64x32xbf16>, tensor<1x1x64x32xbf16>, tensor<1x1x64x32xbf16>, tensor<1x4x64x32xbf16>, tensor<1x4x64x32xbf16>, tensor<1x4x64xf32>)
+      outs(%q, %k, %v : tensor<1x4x64x32xbf16>, tensor<1x1x64x32xbf16>, tensor<1x1x64x32xbf16>)
+      offsets(%i, %i) {kernel = #attn.kernel<mma_sync, q_tile = 64, kv_tile = 64, stages = 2>}
+      -> tensor<1x4x64x32xbf16>, tensor<1x1x64x32xbf16>, tensor<1x1x64x32xbf16>
+  return
+}

@@ -193,3 +193,23 @@ func.func @tensor_map(%k: memref<?x2x?x128xbf16>) -> !llvm.ptr {
   %map = attn.tensor_map %k box [1, 1, 128, 64] : memref<?x2x?x128xbf16> -> !llvm.ptr
   return %map : !llvm.ptr
 }
+
+// A tile of a backward: its whole-problem batch and query head.
+// CHECK-LABEL: func.func @attention_grad_tile
+// CHECK: attn.attention_grad ins({{.*}}) outs({{.*}}) offsets(%{{.*}}, %{{.*}}) {causal} mask_mod
+func.func @attention_grad_tile(%q: tensor<1x4x16x32xf32>, %k: tensor<1x1x8x32xf32>,
+                               %v: tensor<1x1x8x32xf32>, %l: tensor<1x4x16xf32>,
+                               %b0: index, %h0: index)
+    -> (tensor<1x4x16x32xf32>, tensor<1x1x8x32xf32>, tensor<1x1x8x32xf32>) {
+  %r:3 = attn.attention_grad ins(%q, %k, %v, %q, %q, %l : tensor<1x4x16x32xf32>, tensor<1x1x8x32xf32>,
+          tensor<1x1x8x32xf32>, tensor<1x4x16x32xf32>, tensor<1x4x16x32xf32>, tensor<1x4x16xf32>)
+      outs(%q, %k, %v : tensor<1x4x16x32xf32>, tensor<1x1x8x32xf32>, tensor<1x1x8x32xf32>)
+      offsets(%b0, %h0) {causal}
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index):
+        %c2 = arith.constant 2 : index
+        %keep = arith.cmpi ult, %h, %c2 : index
+        attn.yield %keep : i1
+      } -> tensor<1x4x16x32xf32>, tensor<1x1x8x32xf32>, tensor<1x1x8x32xf32>
+  return %r#0, %r#1, %r#2 : tensor<1x4x16x32xf32>, tensor<1x1x8x32xf32>, tensor<1x1x8x32xf32>
+}

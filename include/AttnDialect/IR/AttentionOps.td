@@ -179,7 +179,11 @@ def Attn_AttentionOp : Attn_Op<"attention", [
 //===----------------------------------------------------------------------===//
 
 def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
-    AttrSizedOperandSegments, DestinationStyleOpInterface, Pure]> {
+    AttrSizedOperandSegments, DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<TilingInterface, [
+        "getLoopIteratorTypes", "getIterationDomain",
+        "getTiledImplementation", "getResultTilePosition"]>,
+    Pure]> {
   let summary = "gradients of attn.attention with respect to Q, K, V and "
                 "captured tensors";
   let description = [{
@@ -231,6 +235,23 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     crosses is masked with the `mask_mod` too, so full lists must name
     blocks the `mask_mod` keeps whole (as `attn.create_block_mask`'s do).
 
+    Tiling (`TilingInterface`) runs over (B, Hkv), both parallel: a tile
+    holds whole kv heads with all of their query heads, because dK and dV
+    sum over a group's query heads. It slices Q, O, dO, the logsumexp and
+    dQ by query heads (Hq / Hkv per kv head) and K, V, dK and dV by kv
+    heads; M and N are not split. `offsets(%b0, %h0)` marks such a tile:
+    its operands start at that batch and query head of the whole problem,
+    and its regions and block mask see whole-problem positions
+    (b0 + b, h0 + h). An op with `wrt` tensors is not tiled (every tile
+    would add to the whole of each gradient), nor one with a `kernel`
+    (the GPU kernels compute whole problems).
+
+    The decomposition (`AggregatedOpInterface`, attached by the
+    Transforms library, which `attn-decompose` also calls with its
+    options) computes Delta, then per batch and query head one loop over
+    kv tiles that recomputes P and feeds dQ, dK and dV from it: on a CPU
+    the dK/dV and dQ loops share one computation of P and dS.
+
     On the GPU, `kernel` (set by `attn-choose-kernel`) is an `mma_sync`
     or (sm_90a) `wgmma` kernel of one band: a block of `q_tile / 16` warps
     computes dQ (and Delta) for `q_tile` query rows, stepping over the keys
@@ -275,6 +296,7 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
                        Optional<Attn_BlockMaskType>:$block_mask,
                        Variadic<AnyRankedTensor>:$wrt,
                        Variadic<AnyRankedTensor>:$outputs,
+                       Variadic<Index>:$offsets,
                        OptionalAttr<F32Attr>:$scale,
                        UnitAttr:$causal,
                        OptionalAttr<Attn_KernelAttr>:$kernel);
@@ -289,6 +311,7 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     (`wrt` `(` $wrt^ `:` type($wrt) `)`)?
     `outs` `(` $outputs `:` type($outputs) `)`
     (`block_mask` `(` $block_mask^ `:` type($block_mask) `)`)?
+    (`offsets` `(` $offsets^ `)`)?
     attr-dict
     (`score_mod` $score_mod^)?
     (`mask_mod` $mask_mod^)?
@@ -298,6 +321,9 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
   let extraClassDeclaration = [{
     /// The scale applied to Q.K^T: the attribute, or 1/sqrt(D).
     float getScaleValue();
+    /// The tile's whole-problem (batch, query head) position: `offsets`, or
+    /// zeros.
+    SmallVector<OpFoldResult> getMixedOffsets();
     int64_t getHeadDim() { return getQuery().getType().getShape()[3]; }
     int64_t getValueHeadDim() { return getValue().getType().getShape()[3]; }
     bool hasScoreMod() { return !getScoreMod().empty(); }

@@ -1,5 +1,4 @@
-//===- BackwardLoops.h - attn.attention_grad as loops on tensors -*- C++
-//-*-===//
+//===- BackwardLoops.h - attn.attention_grad as loops -----------*- C++ -*-===//
 //
 // The attention backward on tensors, for the CPU pipeline: per batch and
 // query head, one loop over kv-tiles that recomputes each tile's
@@ -15,7 +14,14 @@
 #include "AttnDialect/IR/AttnOps.h"
 #include "AttnDialect/Transforms/RegionInliner.h"
 
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
 namespace mlir::attn {
+
+/// attn-decompose's default kv-tile, which the op's own decomposition uses.
+constexpr int64_t kDefaultBackwardKvTile = 64;
 
 /// Replaces every attn.attention_grad under `root` by its loops, with
 /// kv-tiles of `kvTile` keys and checked regions when `boundsChecks` is set
@@ -23,6 +29,11 @@ namespace mlir::attn {
 /// needs it).
 LogicalResult decomposeAttentionGradOps(Operation *root, int64_t kvTile,
                                         bool boundsChecks, StringRef passName);
+
+/// Attaches attn.attention_grad's decomposition (AggregatedOpInterface,
+/// which the dialect promises) to the op: the same loops, with kv-tiles of
+/// kDefaultBackwardKvTile keys and unchecked regions.
+void registerAttentionGradDecomposition(DialectRegistry &registry);
 
 } // namespace mlir::attn
 
