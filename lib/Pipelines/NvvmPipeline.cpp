@@ -136,6 +136,7 @@ void addNvvmStage(OpPassManager &pm, const NvvmStageOptions &options) {
   kernels.addPass(createLowerAffinePass());
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(createApproxMathToNVVM());
+  kernels.addPass(createMinBlocksPerSm());
   kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   kernels.addPass(createEnableSetMaxNReg());

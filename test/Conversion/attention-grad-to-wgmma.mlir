@@ -8,6 +8,7 @@
 // RUN: attn-opt %s --attn-choose-kernel=chip=sm_90a | FileCheck %s --check-prefix=CHOOSE
 // RUN: attn-opt %s --attn-choose-kernel="chip=sm_90a strategy=mma-sync" | FileCheck %s --check-prefix=MMASYNC
 // RUN: attn-opt %s --attn-choose-kernel=chip=sm_90a --attn-attention-grad-to-mma | FileCheck %s
+// RUN: attn-opt %s --attn-choose-kernel=chip=sm_90a --attn-attention-grad-to-mma | FileCheck %s --check-prefix=OCCUPANCY
 
 // CHOOSE: attn.attention_grad {{.*}} {causal, kernel = #attn.kernel<wgmma, q_tile = 64, kv_tile = 64>}
 // MMASYNC: attn.attention_grad {{.*}} {causal, kernel = #attn.kernel<mma_sync, q_tile = 64, kv_tile = 64>}
@@ -78,3 +79,26 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
       : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>
 }
 
+
+// At head dims up to 64 the dK/dV kernel is built for three blocks an SM
+// (attn-min-blocks-per-sm makes the mark its nvvm.minctasm), the dQ
+// kernel as its registers allow; at 128 neither is marked.
+// OCCUPANCY-LABEL: func.func @causal_gqa
+// OCCUPANCY-NOT: attn.min_blocks_per_sm
+// OCCUPANCY-LABEL: func.func @d64
+// OCCUPANCY: gpu.dynamic_shared_memory : memref<?xi8
+// OCCUPANCY: gpu.dynamic_shared_memory {attn.min_blocks_per_sm = 3 : i32} : memref<?xi8
+func.func @d64(%q: tensor<?x8x?x64xf16>, %k: tensor<?x8x?x64xf16>,
+               %v: tensor<?x8x?x64xf16>, %o: tensor<?x8x?x64xf16>,
+               %do: tensor<?x8x?x64xf16>, %lse: tensor<?x8x?xf32>)
+    -> (tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>) {
+  %r:3 = attn.attention_grad
+      ins(%q, %k, %v, %o, %do, %lse : tensor<?x8x?x64xf16>,
+          tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>,
+          tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>, tensor<?x8x?xf32>)
+      outs(%q, %k, %v : tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>,
+           tensor<?x8x?x64xf16>)
+      -> tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>
+  return %r#0, %r#1, %r#2
+      : tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>
+}

@@ -17,6 +17,10 @@
 
 namespace mlir::attn {
 
+/// The mark attn-min-blocks-per-sm turns into a kernel's nvvm.minctasm.
+constexpr llvm::StringLiteral kMinBlocksPerSmAttrName =
+    "attn.min_blocks_per_sm";
+
 #define GEN_PASS_DECL
 #include "AttnDialect/Target/NVVM/Passes.h.inc"
 

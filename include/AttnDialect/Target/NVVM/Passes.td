@@ -53,6 +53,21 @@ def ApproxMathToNVVM : Pass<"attn-approx-math-to-nvvm"> {
                            "::mlir::NVVM::NVVMDialect"];
 }
 
+def MinBlocksPerSm : Pass<"attn-min-blocks-per-sm"> {
+  let summary = "ask ptxas for the occupancy a kernel was built for";
+  let description = [{
+    A conversion that builds a kernel for several blocks per SM marks its
+    `gpu.dynamic_shared_memory` op with `attn.min_blocks_per_sm = N : i32`
+    (kernel outlining keeps the ops of a `gpu.launch`'s body, not the
+    launch's own attributes). This pass gives each `gpu.func` kernel
+    holding such an op the attribute `nvvm.minctasm = N` (PTX
+    `.minnctapersm`: ptxas caps the registers so that N blocks fit an
+    SM) and drops the mark. Run it on `gpu.module`s before
+    `convert-gpu-to-nvvm`, which lowers the marked op.
+  }];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
+}
+
 def EnableSetMaxNReg : Pass<"attn-enable-setmaxnreg"> {
   let summary = "let the kernels that move registers between warpgroups do so";
   let description = [{
