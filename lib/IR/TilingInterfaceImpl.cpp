@@ -406,8 +406,11 @@ SmallVector<utils::IteratorType> AttentionGradOp::getLoopIteratorTypes() {
 SmallVector<Range> AttentionGradOp::getIterationDomain(OpBuilder &b) {
   Location loc = getLoc();
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  return {Range{zero, tensor::getMixedSize(b, loc, getKey(), 0), one},
-          Range{zero, tensor::getMixedSize(b, loc, getKey(), 1), one}};
+  SmallVector<Range> domain;
+  for (int64_t dim = 0; dim < kGradNumLoops; ++dim)
+    domain.push_back(
+        Range{zero, tensor::getMixedSize(b, loc, getKey(), dim), one});
+  return domain;
 }
 
 /// x * y on indices, folded when both are constant.

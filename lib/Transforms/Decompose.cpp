@@ -62,6 +62,11 @@ LogicalResult decomposeSoftmaxOps(Operation *root, int64_t rowTile,
       });
 }
 
+// The op's own decomposition (AggregatedOpInterface) uses this pass's
+// default kv-tile.
+static_assert(DecomposeOptions().kvTile == kDefaultBackwardKvTile,
+              "attn-decompose's kv-tile default and the backward's differ");
+
 struct DecomposePass : attn::impl::DecomposeBase<DecomposePass> {
   using DecomposeBase::DecomposeBase;
 

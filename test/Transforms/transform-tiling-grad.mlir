@@ -46,6 +46,43 @@ module attributes {transform.with_named_sequence} {
 
 // -----
 
+// Dynamic heads tiled two kv heads at a time, the batch not tiled: the last
+// tile may be partial (affine.min), and its query heads are G = Hq / Hkv
+// per kv head.
+// CHECK-LABEL: func.func @dynamic_heads
+// CHECK: scf.forall (%[[T:.*]]) in (%{{.*}})
+// CHECK: %[[KV0:.*]] = affine.apply {{.*}}(%[[T]])
+// CHECK: %[[KVN:.*]] = affine.min
+// CHECK: %[[G:.*]] = arith.divui
+// CHECK: %[[H0:.*]] = arith.muli %[[KV0]], %[[G]]
+// CHECK: %[[HN:.*]] = arith.muli %[[KVN]], %[[G]]
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[H0]], 0, 0] [%{{.*}}, %[[HN]], %{{.*}}, 64]
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[KV0]], 0, 0] [%{{.*}}, %[[KVN]], %{{.*}}, 64]
+// CHECK: attn.attention_grad
+// CHECK-SAME: offsets(%{{.*}}, %[[H0]])
+// CHECK: tensor.parallel_insert_slice %{{.*}}#0 into %{{.*}}[0, %{{.*}}, 0, 0] [%{{.*}}, %{{.*}}, %{{.*}}, 64]
+// CHECK: tensor.parallel_insert_slice %{{.*}}#1 into %{{.*}}[0, %[[KV0]], 0, 0] [%{{.*}}, %[[KVN]], %{{.*}}, 64]
+func.func @dynamic_heads(%q: tensor<?x?x?x64xf32>, %k: tensor<?x?x?x64xf32>, %v: tensor<?x?x?x64xf32>,
+                         %o: tensor<?x?x?x64xf32>, %do: tensor<?x?x?x64xf32>, %lse: tensor<?x?x?xf32>)
+    -> (tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>) {
+  %r:3 = attn.attention_grad ins(%q, %k, %v, %o, %do, %lse : tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>,
+          tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x?xf32>)
+      outs(%q, %k, %v : tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>)
+      -> tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>
+  return %r#0, %r#1, %r#2 : tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %g = transform.structured.match ops{["attn.attention_grad"]} in %root : (!transform.any_op) -> !transform.any_op
+    %tiled, %forall = transform.structured.tile_using_forall %g tile_sizes [0, 2]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+
+// -----
+
 !q = tensor<2x8x128x64xf32>
 !kv = tensor<2x2x256x64xf32>
 !l = tensor<2x8x128xf32>

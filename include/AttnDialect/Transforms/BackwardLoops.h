@@ -20,7 +20,8 @@ class DialectRegistry;
 
 namespace mlir::attn {
 
-/// attn-decompose's default kv-tile, which the op's own decomposition uses.
+/// attn-decompose's default kv-tile, which the op's own decomposition uses
+/// (Decompose.cpp checks that they agree).
 constexpr int64_t kDefaultBackwardKvTile = 64;
 
 /// Replaces every attn.attention_grad under `root` by its loops, with

@@ -48,11 +48,12 @@ def Decompose : Pass<"attn-decompose"> {
     batch and query head, a kv-tile loop that recomputes P and feeds dQ, dK
     and dV; docs/Backward.md); `attn.softmax` into `attn.online_softmax` steps (as
     `attn-decompose-softmax`, with `row-tile`); and then every
-    `attn.online_softmax`. Each op other than attention decomposes through
-    its `AggregatedOpInterface` implementation, so
-    `transform.structured.decompose_interface` decomposes it the same way
-    (with the default row tile for `attn.softmax`). The per-op passes below
-    run one of these steps alone.
+    `attn.online_softmax`. The softmax ops and the merge decompose through
+    their `AggregatedOpInterface` implementation, so
+    `transform.structured.decompose_interface` decomposes them the same way
+    (with the default row tile for `attn.softmax`); `attn.attention_grad`'s
+    implementation builds the loops this pass builds with its default
+    options. The per-op passes below run one of these steps alone.
   }];
   let options = [
     Option<"kvTile", "kv-tile", "int64_t", /*default=*/"64",

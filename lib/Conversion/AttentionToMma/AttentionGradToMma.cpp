@@ -193,10 +193,12 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
         rewriter, loc,
         MemRefType::get({ShapedType::kDynamic}, rewriter.getI8Type(),
                         MemRefLayoutAttrInterface{}, workgroup));
-    // wgmma's dK/dV kernel at head dims up to 64 runs faster with three
-    // blocks an SM (its tiles take under a third of the shared memory) than
-    // with the two its registers allow, for a few spilled words.
-    if (!queryGrad && swizzled && d <= 64 && dv <= 64)
+    // wgmma's dK/dV kernel of 64-row tiles (128 threads, under a third of
+    // the shared memory) at head dims up to 64 runs faster with three
+    // blocks an SM than with the two its registers allow, for a few spilled
+    // words.
+    if (!queryGrad && swizzled && own == 64 && streamed == 64 && d <= 64 &&
+        dv <= 64)
       shared.getDefiningOp()->setAttr(kMinBlocksPerSmAttrName,
                                       rewriter.getI32IntegerAttr(3));
     // wgmma reads swizzled tiles from a 1024-byte-aligned base.

@@ -29,7 +29,7 @@ struct MinBlocksPerSmPass : attn::impl::MinBlocksPerSmBase<MinBlocksPerSmPass> {
         if (!mark)
           return WalkResult::advance();
         shared->removeAttr(attn::kMinBlocksPerSmAttrName);
-        if (blocks && blocks != mark) {
+        if (blocks && blocks.getInt() != mark.getInt()) {
           shared.emitError() << "asks for " << mark.getInt()
                              << " blocks per SM, but its kernel already "
                                 "asked for "
