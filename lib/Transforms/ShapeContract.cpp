@@ -68,14 +68,23 @@ public:
     Value tensor;
     int64_t tensorDim = -1;
   };
-  static Size fixed(int64_t value) { return {Size::Kind::Fixed, value, {}}; }
+  static Size fixed(int64_t value) {
+    Size size;
+    size.kind = Size::Kind::Fixed;
+    size.value = value;
+    return size;
+  }
 
   Size sizeOfDim(Value tensor, int64_t d) {
     auto type = cast<ShapedType>(tensor.getType());
     if (!type.isDynamicDim(d))
       return fixed(type.getDimSize(d));
-    if (int64_t arg = argOf(tensor); arg >= 0)
-      return {Size::Kind::Dim, 0, {arg, d}};
+    if (int64_t arg = argOf(tensor); arg >= 0) {
+      Size size;
+      size.kind = Size::Kind::Dim;
+      size.dim = {arg, d};
+      return size;
+    }
     Size unknown;
     unknown.tensor = tensor;
     unknown.tensorDim = d;
