@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -145,6 +146,15 @@ LogicalResult AttentionGradOp::verify() {
   return success();
 }
 
+int64_t AttentionGradOp::gradColumnSlices(int64_t d, int64_t dv) {
+  int64_t widest = std::max(d, dv);
+  int64_t fewest = llvm::divideCeil(widest, kMaxGradSliceWidth);
+  for (int64_t slices = fewest; 16 * slices <= widest; ++slices)
+    if (d % (16 * slices) == 0 && dv % (16 * slices) == 0)
+      return slices;
+  return fewest;
+}
+
 LogicalResult AttentionGradOp::verifyKernel(KernelAttr kernel) {
   bool warpgroup = kernel.getKind() == KernelKind::wgmma;
   if ((kernel.getKind() != KernelKind::mma_sync && !warpgroup) ||
@@ -166,8 +176,17 @@ LogicalResult AttentionGradOp::verifyKernel(KernelAttr kernel) {
                          << " backward kernel: its head dims (" << d << ", "
                          << dv << ") are not multiples of 16 up to "
                          << kMaxGradHeadDim;
+  // Each column slice is whole k16 steps.
+  int64_t slices = gradColumnSlices(d, dv);
+  if (d % (16 * slices) != 0 || dv % (16 * slices) != 0)
+    return emitOpError() << "cannot run on the " << kind
+                         << " backward kernel: its head dims (" << d << ", "
+                         << dv << ") split into no column slices of at most "
+                         << kMaxGradSliceWidth << " that are multiples of 16";
   // wgmma reads whole swizzled tiles: rows of 32, 64 or 128 bytes.
-  auto swizzled = [](int64_t dim) { return llvm::isPowerOf2_64(dim); };
+  auto swizzled = [](int64_t dim) {
+    return llvm::isPowerOf2_64(dim) && dim <= kMaxGradSliceWidth;
+  };
   if (warpgroup && (!swizzled(d) || !swizzled(dv)))
     return emitOpError() << "cannot run on the wgmma backward kernel: it "
                             "serves head dims of 16, 32, 64 and 128, not D = "

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The backward's GPU correctness matrix: attn-run --backward --target=gpu
 # (compiled on the GPU machine for its GPU, checked against the float64
-# backward on the CPU) for f16 and bf16, head dims 16 to 128, causal or
+# backward on the CPU) for f16 and bf16, head dims 16 to 256, causal or
 # not, every built-in mask and score mod, GQA 8:2 and 8:1, odd lengths,
 # and a few long rows. Needs gpu-tools/attn-run.tar.xz from
 # scripts/gpu/pack-attn-run.sh. Runs JOBS (default 8) checks at once;
@@ -15,7 +15,7 @@ mkdir -p "$out"
 sweep="--batch=1,2 --heads=8:2,8:1 --q-len=1,17,130,257 --kv-len=1,17,130,257"
 {
   for dtype in f16 bf16; do
-    for d in 16 32 64 128; do
+    for d in 16 32 64 128 256; do
       echo "--dtype=$dtype --head-dim=$d $sweep"
       echo "--dtype=$dtype --head-dim=$d --causal $sweep"
     done
@@ -28,6 +28,14 @@ sweep="--batch=1,2 --heads=8:2,8:1 --q-len=1,17,130,257 --kv-len=1,17,130,257"
     echo "--dtype=f16 --score-mod=$mod $sweep"
     echo "--dtype=bf16 --score-mod=$mod --causal $sweep"
   done
+  # Head dims over 128: column slices of dQ, dK and dV.
+  echo "--dtype=bf16 --head-dim=192 $sweep"
+  echo "--dtype=f16 --head-dim=160 --causal $sweep"
+  echo "--dtype=bf16 --head-dim=144 --causal $sweep"
+  echo "--dtype=f16 --head-dim=176 --heads=2:1 --q-len=300 --kv-len=1000"
+  echo "--dtype=bf16 --head-dim=256 --mask=document --score-mod=alibi $sweep"
+  echo "--dtype=f16 --head-dim=256 --mask=sliding-window:100 --score-mod=softcap:30 $sweep"
+  echo "--dtype=bf16 --head-dim=256 --causal --heads=4:1 --q-len=1000 --kv-len=1000"
   echo "--dtype=bf16 --head-dim=128 --causal --heads=4:1 --q-len=1000 --kv-len=1000"
   echo "--dtype=f16 --head-dim=64 --heads=2:1 --q-len=4097 --kv-len=4097"
   echo "--dtype=bf16 --head-dim=64 --causal --heads=2:2 --q-len=1000,4097 --kv-len=4097"

@@ -5,9 +5,10 @@
 # checkout, and the Python package scripts/gpu/runtime.sh builds.
 # Usage: scripts/gpu/bench.sh [f16|bf16 ...]
 #   or scripts/gpu/bench.sh masks|mask-tiles|warp-specialized|d256|small-d
-#   or scripts/gpu/bench.sh backward [f16|bf16|masks|kernels ...]  (the
-#      backward's bundles next to the peers' backward,
-#      bench/backward_bench.py; `kernels`: bf16 on wgmma and on mma.sync)
+#   or scripts/gpu/bench.sh backward [f16|bf16|masks|kernels|d256 ...]
+#      (the backward's bundles next to the peers' backward,
+#      bench/backward_bench.py; `kernels`: bf16 on wgmma and on mma.sync;
+#      `d256`: bf16 at head dim 256)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -22,6 +23,7 @@ if [ "${1:-}" = backward ]; then
     case $what in
       masks) bundles+=(gpu-bundles/grad-bf16-d{64,128}-{window1024,document512}-bundle.json) ;;
       kernels) bundles+=(gpu-bundles/grad-bf16-d{64,128}-{full,causal}{,-mma-sync}-bundle.json) ;;
+      d256) bundles+=(gpu-bundles/grad-bf16-d256-{full,causal}-bundle.json) ;;
       *) bundles+=(gpu-bundles/grad-$what-d{64,128}-{full,causal}-bundle.json) ;;
     esac
   done

@@ -164,6 +164,12 @@ for d in 64 128; do
     options="strategy=mma-sync" make_grad_bundle "grad-bf16-d$d-$mask-mma-sync" $flags
   done
 done
+# Head dim 256 (bf16), whose gradients' columns the kernels split in two
+# (bench.sh backward d256).
+for mask in full causal; do
+  make_grad_bundle "grad-bf16-d256-$mask" --dtype=bf16 --head-dim=256 \
+    $([ $mask = causal ] && echo --causal)
+done
 # attn.softmax on [rows, N] (dynamic sizes), for bench/softmax_bench.py:
 # the pipeline's defaults, then variants with other attn-softmax-to-gpu
 # options (run before the pipeline, which then finds no softmax left):

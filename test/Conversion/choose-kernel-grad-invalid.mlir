@@ -15,14 +15,27 @@ func.func @f32(%q: tensor<?x4x?x64xf32>, %l: tensor<?x4x?xf32>)
 
 // -----
 
-// A warp's dK and dV of D = 256 do not fit the registers.
-func.func @d256(%q: tensor<?x4x?x256xf16>, %l: tensor<?x4x?xf32>)
-    -> (tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>) {
-  // expected-error @+1 {{cannot run on the mma_sync backward kernel: its head dims (256, 256) are not multiples of 16 up to 128}}
-  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?xf32>)
-      outs(%q, %q, %q : tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>)
-      -> tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>
-  return %r#0, %r#1, %r#2 : tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>
+// mma.sync's k16 steps.
+func.func @d40(%q: tensor<?x4x?x40xf16>, %l: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x40xf16>, tensor<?x4x?x40xf16>, tensor<?x4x?x40xf16>) {
+  // expected-error @+1 {{cannot run on the mma_sync backward kernel: its head dims (40, 40) are not multiples of 16 up to 256}}
+  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x40xf16>, tensor<?x4x?x40xf16>, tensor<?x4x?x40xf16>, tensor<?x4x?x40xf16>, tensor<?x4x?x40xf16>, tensor<?x4x?xf32>)
+      outs(%q, %q, %q : tensor<?x4x?x40xf16>, tensor<?x4x?x40xf16>, tensor<?x4x?x40xf16>)
+      -> tensor<?x4x?x40xf16>, tensor<?x4x?x40xf16>, tensor<?x4x?x40xf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x40xf16>, tensor<?x4x?x40xf16>, tensor<?x4x?x40xf16>
+}
+
+// -----
+
+// Head dims over 128 split into column slices of whole k16 steps: D = 256
+// and Dv = 144 have none (16 and 9 steps).
+func.func @d256_dv144(%q: tensor<?x4x?x256xf16>, %v: tensor<?x4x?x144xf16>, %l: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x144xf16>) {
+  // expected-error @+1 {{cannot run on the mma_sync backward kernel: its head dims (256, 144) split into no column slices of at most 128 that are multiples of 16}}
+  %r:3 = attn.attention_grad ins(%q, %q, %v, %v, %v, %l : tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x144xf16>, tensor<?x4x?x144xf16>, tensor<?x4x?x144xf16>, tensor<?x4x?xf32>)
+      outs(%q, %q, %v : tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x144xf16>)
+      -> tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x144xf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x144xf16>
 }
 
 // -----
@@ -107,6 +120,19 @@ func.func @wgmma_d48(%q: tensor<?x4x?x48xbf16>, %l: tensor<?x4x?xf32>)
       {kernel = #attn.kernel<wgmma, q_tile = 64, kv_tile = 64>}
       -> tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>
   return %r#0, %r#1, %r#2 : tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>
+}
+
+// -----
+
+// wgmma's head dims stop at 128: its blocks take no column slices.
+func.func @wgmma_d256(%q: tensor<?x4x?x256xbf16>, %l: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>) {
+  // expected-error @+1 {{cannot run on the wgmma backward kernel: it serves head dims of 16, 32, 64 and 128, not D = 256, Dv = 256}}
+  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?xf32>)
+      outs(%q, %q, %q : tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>)
+      {kernel = #attn.kernel<wgmma, q_tile = 64, kv_tile = 64>}
+      -> tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>
 }
 
 // -----

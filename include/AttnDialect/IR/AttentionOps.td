@@ -329,9 +329,16 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     bool hasScoreMod() { return !getScoreMod().empty(); }
     bool hasMaskMod() { return !getMaskMod().empty(); }
     MutableOperandRange getDpsInitsMutable() { return getOutputsMutable(); }
-    /// The largest head dim the GPU backward kernel serves: its blocks hold
-    /// dK and dV of a warp's 16 keys in registers.
-    static constexpr int64_t kMaxGradHeadDim = 128;
+    /// The largest head dim the GPU backward kernels serve, and the widest
+    /// columns of dQ, dK or dV one block holds: a warp keeps its 16 rows of
+    /// them in registers, so wider head dims are split into column slices,
+    /// each a block that recomputes the scores over the whole head dims.
+    static constexpr int64_t kMaxGradHeadDim = 256;
+    static constexpr int64_t kMaxGradSliceWidth = 128;
+    /// The column slices of the GPU backward's blocks for head dims `d` and
+    /// `dv`: the fewest whose widths are at most kMaxGradSliceWidth and
+    /// multiples of 16, or, where none are, the fewest at most that wide.
+    static int64_t gradColumnSlices(int64_t d, int64_t dv);
     /// Whether `kernel` can compute this op, with a diagnostic if not.
     LogicalResult verifyKernel(KernelAttr kernel);
   }];

@@ -175,6 +175,7 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
                                               gpu::AddressSpace::Workgroup);
 
   bool swizzled = kernel.isWarpgroupMma();
+  int64_t slices = AttentionGradOp::gradColumnSlices(d, dv);
   // One launch: `own` rows per block (own / 16 warps), `streamed` rows
   // per step, the grid's x extent `blocks` over (heads, batches).
   auto launch = [&](int64_t own, int64_t streamed, Value blocks,
@@ -240,6 +241,15 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
           view(layout.lse, {stages, streamed}, rewriter.getF32Type());
     }
     kernel.block = launchOp.getBlockIds().x;
+    kernel.slices = slices;
+    if (slices > 1) {
+      // A tile's slices are neighbours, sharing the tiles they stream.
+      Value x = kernel.block;
+      kernel.block =
+          arith::DivUIOp::create(rewriter, loc, x, index(slices)).getResult();
+      kernel.slice =
+          arith::RemUIOp::create(rewriter, loc, x, index(slices)).getResult();
+    }
     kernel.head = launchOp.getBlockIds().y;
     kernel.batch = launchOp.getBlockIds().z;
     kernel.tid = launchOp.getThreadIds().x;
@@ -256,12 +266,18 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
       kernel.buildKeyValueGrad();
     gpu::TerminatorOp::create(rewriter, loc);
   };
-  launch(qTile, kvTile,
-         arith::CeilDivUIOp::create(rewriter, loc, rows, index(qTile)), heads,
-         /*queryGrad=*/true);
-  launch(kvTile, qTile,
-         arith::CeilDivUIOp::create(rewriter, loc, keys, index(kvTile)),
-         kvHeads, /*queryGrad=*/false);
+  // Each tile's blocks: one per column slice.
+  auto blocksOf = [&](Value length, int64_t tile) -> Value {
+    Value tiles =
+        arith::CeilDivUIOp::create(rewriter, loc, length, index(tile));
+    if (slices == 1)
+      return tiles;
+    return arith::MulIOp::create(rewriter, loc, tiles, index(slices));
+  };
+  Value queryBlocks = blocksOf(rows, qTile);
+  launch(qTile, kvTile, queryBlocks, heads, /*queryGrad=*/true);
+  Value keyBlocks = blocksOf(keys, kvTile);
+  launch(kvTile, qTile, keyBlocks, kvHeads, /*queryGrad=*/false);
 
   {
     // Zero the Delta words: kZeroThreads threads a block, a word each.

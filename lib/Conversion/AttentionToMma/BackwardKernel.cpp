@@ -89,7 +89,7 @@ void GradBuilder::buildQueryGrad() {
     deltas[r] = memref::LoadOp::create(b, loc, k.deltaStage, local);
   }
 
-  int64_t chunks = d / kChunk;
+  int64_t chunks = firstWidth / kChunk;
   auto copyTile = [&](Value, Value kv0, Value buffer) {
     copyRows(k.key, k.batch, kvHead, kv0, n, kvTile, d, k.streamedFirst,
              {buffer});
@@ -114,12 +114,13 @@ void GradBuilder::buildQueryGrad() {
                                                 deltas[e / 2], kv};
                   })
             .second;
-    accumulate({{ds, k.streamedFirst, acc}}, buffer);
+    accumulate({{ds, k.streamedFirst, acc, firstColumn}}, buffer);
     return flattenTiles({acc});
   };
   SmallVector<Value> results = stepLoop(
       schedule, copyTile, SmallVector<Value>(4 * chunks, f32c(0.0)), step);
-  storeRows(tilesOf(results, 1, chunks)[0], k.dq, h, q0, m, op.getScaleValue());
+  storeRows(tilesOf(results, 1, chunks)[0], k.dq, h, q0, firstColumn, m,
+            op.getScaleValue());
 }
 
 void GradBuilder::buildKeyValueGrad() {
@@ -215,7 +216,7 @@ void GradBuilder::buildKeyValueGrad() {
              {buffer});
     copyRowStats(h, q0, buffer);
   };
-  int64_t keyChunks = d / kChunk, valueChunks = dv / kChunk;
+  int64_t keyChunks = firstWidth / kChunk, valueChunks = secondWidth / kChunk;
   auto step = [&](Value j, Value q0, Value buffer, Value needsMasks,
                   ValueRange carried) {
     Value h = schedule.head(j);
@@ -243,7 +244,8 @@ void GradBuilder::buildKeyValueGrad() {
                                      ValueRange{buffer, column}));
           return std::array<Value, 4>{add(q0, column), lse, delta, keys[e / 2]};
         });
-    accumulate({{p, k.streamedSecond, dvAcc}, {ds, k.streamedFirst, dkAcc}},
+    accumulate({{p, k.streamedSecond, dvAcc, secondColumn},
+                {ds, k.streamedFirst, dkAcc, firstColumn}},
                buffer);
     SmallVector<Value> yields = flattenTiles({dkAcc});
     yields.append(flattenTiles({dvAcc}));
@@ -254,9 +256,9 @@ void GradBuilder::buildKeyValueGrad() {
       SmallVector<Value>(4 * (keyChunks + valueChunks), f32c(0.0)), step);
   ArrayRef<Value> grads(results);
   storeRows(tilesOf(grads.take_front(4 * keyChunks), 1, keyChunks)[0], k.dk,
-            kvHead, kv0, n, op.getScaleValue());
+            kvHead, kv0, firstColumn, n, op.getScaleValue());
   storeRows(tilesOf(grads.drop_front(4 * keyChunks), 1, valueChunks)[0], k.dv,
-            kvHead, kv0, n, 1.0);
+            kvHead, kv0, secondColumn, n, 1.0);
 }
 
 void BackwardKernel::buildQueryGrad() { GradBuilder(*this).buildQueryGrad(); }

@@ -41,6 +41,11 @@ struct BackwardKernel {
       lseStage;
   /// The block's tile, (query or kv) head and batch; the thread.
   Value block, head, batch, tid;
+  /// Head dims over AttentionGradOp::kMaxGradSliceWidth split the
+  /// gradients' columns into `slices` equal slices: the block computes
+  /// slice `slice` of them (null with one slice).
+  int64_t slices = 1;
+  Value slice;
   /// The block mask's lists of the block's side, when the op has a
   /// mask_mod (null otherwise): i32 counts [B', H', lines] and indices
   /// [B', H', lines, blocks] of the partial and the full blocks, in blocks

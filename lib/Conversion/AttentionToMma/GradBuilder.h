@@ -38,7 +38,8 @@ public:
         k(kernel), op(kernel.op), d(op.getHeadDim()), dv(op.getValueHeadDim()),
         qTile(op.getKernelAttr().getQTile()),
         kvTile(op.getKernelAttr().getKvTile()),
-        stages(op.getKernelAttr().getStages()), qBlock(qTile), kvBlock(kvTile),
+        stages(op.getKernelAttr().getStages()), firstWidth(d / k.slices),
+        secondWidth(dv / k.slices), qBlock(qTile), kvBlock(kvTile),
         warpgroup(op.getKernelAttr().isWarpgroupMma()) {
     swizzledStages = warpgroup;
     if (Value blockMask = op.getBlockMask()) {
@@ -74,12 +75,14 @@ private:
   };
   SmallVector<BandTile> rowProducts(ArrayRef<RowOperand> operands, Value buffer,
                                     int64_t columns);
-  /// acc[16, width] += a . streamed[buffer]: `a` the k-steps over the
-  /// streamed rows, for each (a, streamed, acc) in `sums`.
+  /// acc[16, width] += a . streamed[buffer][:, column:]: `a` the k-steps
+  /// over the streamed rows, for each (a, streamed, acc, column) in `sums`
+  /// (a null column is 0).
   struct Accumulation {
     ArrayRef<Fragment> a;
     Value streamed;
     BandTile &acc;
+    Value column;
   };
   void accumulate(ArrayRef<Accumulation> sums, Value buffer);
   /// The sm_90a forms: wgmma from the swizzled tiles (A of rowProducts
@@ -156,14 +159,18 @@ private:
   /// Delta of the block's rows [q0, q0 + q-tile) of head `h`: to the
   /// Delta buffer and to the block's Delta rows.
   void storeDelta(Value q0, Value h);
-  /// `acc` times `scale` into rows [row0, ...) of `dest` at `head`, rows
-  /// at or past `limit` skipped.
+  /// `acc` times `scale` into rows [row0, ...) of `dest` at `head` from
+  /// column `column` (null: 0), rows at or past `limit` skipped.
   void storeRows(const BandTile &acc, Value dest, Value head, Value row0,
-                 Value limit, double scale);
+                 Value column, Value limit, double scale);
 
   BackwardKernel &k;
   AttentionGradOp op;
   int64_t d, dv, qTile, kvTile, stages;
+  /// The block's column slice of the d-wide gradients (dQ, dK) and of the
+  /// dv-wide one (dV): widths, and first columns (null: 0).
+  int64_t firstWidth, secondWidth;
+  Value firstColumn, secondColumn;
   /// The block mask's blocks (the tiles where it is derived), the own
   /// tile's line of its lists, and the rows of a streamed tile and block.
   int64_t qBlock, kvBlock, streamedTile = 0, streamedBlock = 0;

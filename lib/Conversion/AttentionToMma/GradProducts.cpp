@@ -43,6 +43,10 @@ void GradBuilder::setUp(int64_t rows) {
   keyColLane = odd;
   valueRowLane = add(odd, row8);
   valueColLane = half;
+  if (k.slice) {
+    firstColumn = mul(k.slice, c(firstWidth));
+    secondColumn = mul(k.slice, c(secondWidth));
+  }
 }
 
 Fragment GradBuilder::ownFragment(Value stage, int64_t kk) {
@@ -102,11 +106,12 @@ void GradBuilder::accumulate(ArrayRef<Accumulation> sums, Value buffer) {
     return warpgroupAccumulate(sums, buffer);
   for (const Accumulation &sum : sums) {
     int64_t width = 8 * sum.acc.size();
+    Value firstCol = sum.column ? add(valueColLane, sum.column) : valueColLane;
     for (auto [kk, operand] : llvm::enumerate(sum.a)) {
       Value row = add(valueRowLane, c(16 * kk));
       for (int64_t pair = 0; pair < width / 16; ++pair) {
         Fragment rows = loadMatrix(
-            sum.streamed, {buffer, row, add(valueColLane, c(16 * pair))}, true);
+            sum.streamed, {buffer, row, add(firstCol, c(16 * pair))}, true);
         sum.acc[2 * pair] =
             mmaSync(operand, {rows[0], rows[1]}, sum.acc[2 * pair]);
         sum.acc[2 * pair + 1] =
@@ -157,6 +162,7 @@ void GradBuilder::warpgroupAccumulate(ArrayRef<Accumulation> sums,
   SmallVector<Value> all, registers;
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   for (const Accumulation &sum : sums) {
+    assert(!sum.column && "wgmma's head dims need no column slices");
     int64_t width = 8 * sum.acc.size();
     // The streamed tile is MN-major: its swizzled tiles lie `rows` rows
     // apart, k-step kk 16 rows in.

@@ -83,7 +83,14 @@ void GradBuilder::storeDelta(Value q0, Value h) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(writer.thenBlock());
   memref::StoreOp::create(b, loc, total, k.deltaStage, ValueRange{row});
-  auto inside = scf::IfOp::create(b, loc, less(position, m));
+  Value stores = less(position, m);
+  // Every column slice computes the same Delta; the first stores it.
+  if (k.slice) {
+    Value firstSlice =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, k.slice, c(0));
+    stores = arith::AndIOp::create(b, loc, stores, firstSlice);
+  }
+  auto inside = scf::IfOp::create(b, loc, stores);
   b.setInsertionPointToStart(inside.thenBlock());
   Value word = add(mul(add(mul(k.batch, queryHeads), h), m), position);
   memref::StoreOp::create(b, loc, arith::BitcastOp::create(b, loc, i32, total),
@@ -91,10 +98,12 @@ void GradBuilder::storeDelta(Value q0, Value h) {
 }
 
 void GradBuilder::storeRows(const BandTile &acc, Value dest, Value head,
-                            Value row0, Value limit, double scale) {
+                            Value row0, Value column, Value limit,
+                            double scale) {
   Type type = cast<MemRefType>(dest.getType()).getElementType();
   int64_t bytes = type.getIntOrFloatBitWidth() / 8;
   Value factor = f32c(scale);
+  Value firstCol = column ? add(t2, column) : t2;
   for (int64_t r = 0; r < 2; ++r) {
     Value row = add(row0, add(add(warpRow, g), c(8 * r)));
     auto inside = scf::IfOp::create(b, loc, less(row, limit));
@@ -110,7 +119,7 @@ void GradBuilder::storeRows(const BandTile &acc, Value dest, Value head,
             arith::TruncFOp::create(b, loc, VectorType::get({2}, type), pair);
       vector::StoreOp::create(
           b, loc, pair, dest,
-          ValueRange{k.batch, head, row, add(t2, c(kChunk * chunk))},
+          ValueRange{k.batch, head, row, add(firstCol, c(kChunk * chunk))},
           /*nontemporal=*/false, b.getI64IntegerAttr(2 * bytes));
     }
   }

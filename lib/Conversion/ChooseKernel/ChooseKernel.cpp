@@ -148,10 +148,14 @@ LogicalResult ChooseKernelPass::chooseGrad(AttentionGradOp op) {
   KernelAttr kernel = op.getKernelAttr();
   if (!kernel) {
     // 64 x 64 tiles: a warp's dK and dV (or dQ), its scores and dP fit the
-    // registers up to head dims of 128. wgmma where the chip has it and
-    // its swizzled tiles serve the head dims (unless mma_sync is asked
-    // for); mma.sync with two stages where they fit, else one.
-    auto swizzled = [](int64_t dim) { return llvm::isPowerOf2_64(dim); };
+    // registers up to head dims of 128 (wider ones in column slices).
+    // wgmma where the chip has it and its swizzled tiles serve the head
+    // dims (unless mma_sync is asked for); mma.sync with two stages where
+    // they fit, else one.
+    auto swizzled = [](int64_t dim) {
+      return llvm::isPowerOf2_64(dim) &&
+             dim <= AttentionGradOp::kMaxGradSliceWidth;
+    };
     bool warpgroup =
         target->hasWarpgroupMma() && strategy != KernelStrategy::MmaSync &&
         swizzled(op.getHeadDim()) && swizzled(op.getValueHeadDim());
