@@ -246,9 +246,9 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     would add to the whole of each gradient), nor one with a `kernel`
     (the GPU kernels compute whole problems).
 
-    The decomposition (`AggregatedOpInterface`, attached by the
-    Transforms library, which `attn-decompose` also calls with its
-    options) computes Delta, then per batch and query head one loop over
+    The decomposition (`AggregatedOpInterface`, which the Transforms
+    library attaches; `attn-decompose` builds the same loops with its own
+    kv tile) computes Delta, then per batch and query head one loop over
     kv tiles that recomputes P and feeds dQ, dK and dV from it: on a CPU
     the dK/dV and dQ loops share one computation of P and dS.
 
