@@ -176,7 +176,8 @@ LogicalResult AttentionGradOp::verifyKernel(KernelAttr kernel) {
                          << " backward kernel: its head dims (" << d << ", "
                          << dv << ") are not multiples of 16 up to "
                          << kMaxGradHeadDim;
-  // Each column slice is whole k16 steps.
+  // Each column slice is whole k16 steps: the dK/dV kernel's split d and dv
+  // alike (the dQ kernel's, d alone, always are).
   int64_t slices = gradColumnSlices(d, dv);
   if (d % (16 * slices) != 0 || dv % (16 * slices) != 0)
     return emitOpError() << "cannot run on the " << kind

@@ -194,6 +194,12 @@ def AttentionGradToMma : Pass<"attn-attention-grad-to-mma"> {
     - A launch that zeroes Delta's words again, as the workspace must be
       left.
 
+    Head dims over 128 (mma_sync) split a tile's gradients into column
+    slices of at most 128 that are whole k16 steps, a block each: the
+    grids' x extents are the tiles times the slices (dQ's split d, dK and
+    dV's split d and dv alike). Each slice computes S and dP over the whole
+    head dims and accumulates its own columns; the first stores Delta.
+
     The streamed tiles (K and V, or Q and dO) land through 16-byte
     `cp.async` in `stages` buffers (two: the next tile's copy overlaps this
     step), padded rows, `ldmatrix` operands (transposed for the

@@ -175,11 +175,11 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
                                               gpu::AddressSpace::Workgroup);
 
   bool swizzled = kernel.isWarpgroupMma();
-  int64_t slices = AttentionGradOp::gradColumnSlices(d, dv);
   // One launch: `own` rows per block (own / 16 warps), `streamed` rows
-  // per step, the grid's x extent `blocks` over (heads, batches).
+  // per step, the grid's x extent `blocks` over (heads, batches), each
+  // tile's gradients in `slices` column slices.
   auto launch = [&](int64_t own, int64_t streamed, Value blocks,
-                    Value launchHeads, bool queryGrad) {
+                    Value launchHeads, int64_t slices, bool queryGrad) {
     GradSharedLayout layout =
         GradSharedLayout::of(own, streamed, stages, d, dv, queryGrad, swizzled);
     Value sharedSize = arith::ConstantIntOp::create(
@@ -266,18 +266,21 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
       kernel.buildKeyValueGrad();
     gpu::TerminatorOp::create(rewriter, loc);
   };
-  // Each tile's blocks: one per column slice.
-  auto blocksOf = [&](Value length, int64_t tile) -> Value {
+  // Each tile's blocks: one per column slice. The dQ kernel's slices split
+  // dQ alone, the dK/dV kernel's both dK and dV.
+  auto blocksOf = [&](Value length, int64_t tile, int64_t slices) -> Value {
     Value tiles =
         arith::CeilDivUIOp::create(rewriter, loc, length, index(tile));
     if (slices == 1)
       return tiles;
     return arith::MulIOp::create(rewriter, loc, tiles, index(slices));
   };
-  Value queryBlocks = blocksOf(rows, qTile);
-  launch(qTile, kvTile, queryBlocks, heads, /*queryGrad=*/true);
-  Value keyBlocks = blocksOf(keys, kvTile);
-  launch(kvTile, qTile, keyBlocks, kvHeads, /*queryGrad=*/false);
+  int64_t querySlices = AttentionGradOp::gradColumnSlices(d, d);
+  Value queryBlocks = blocksOf(rows, qTile, querySlices);
+  launch(qTile, kvTile, queryBlocks, heads, querySlices, /*queryGrad=*/true);
+  int64_t keySlices = AttentionGradOp::gradColumnSlices(d, dv);
+  Value keyBlocks = blocksOf(keys, kvTile, keySlices);
+  launch(kvTile, qTile, keyBlocks, kvHeads, keySlices, /*queryGrad=*/false);
 
   {
     // Zero the Delta words: kZeroThreads threads a block, a word each.

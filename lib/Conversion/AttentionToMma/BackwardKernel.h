@@ -5,7 +5,8 @@
 // q_tile / 16 warps per q-tile computes Delta and dQ of its rows, stepping
 // over the keys; one block of kv_tile / 16 warps per kv-tile computes dK
 // and dV of its keys, stepping over the rows of every query head that
-// reads them. Each warp owns 16 rows (keys); both recompute P from the
+// reads them (head dims over 128: a block per column slice of the tile's
+// gradients). Each warp owns 16 rows (keys); both recompute P from the
 // forward's logsumexp. The dQ kernel runs first and leaves Delta for the
 // other.
 //

@@ -168,7 +168,8 @@ private:
   AttentionGradOp op;
   int64_t d, dv, qTile, kvTile, stages;
   /// The block's column slice of the d-wide gradients (dQ, dK) and of the
-  /// dv-wide one (dV): widths, and first columns (null: 0).
+  /// dv-wide one (dV): widths, and first columns (null: 0). The dQ
+  /// kernel's slices split d alone: it uses only the first.
   int64_t firstWidth, secondWidth;
   Value firstColumn, secondColumn;
   /// The block mask's blocks (the tiles where it is derived), the own

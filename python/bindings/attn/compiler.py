@@ -104,8 +104,9 @@ def attention_grad(dtype="f32", head_dim=64, value_dim=None, causal=False,
     `capture_grads` (score_mod='alibi' only), dslopes, a float32 array
     shaped as the slopes, receives the gradient of the slopes (learnt
     ALiBi). It compiles for the CPU (compile_cpu) and, for f16 and bf16
-    with head dims up to 128 and without `capture_grads`, for the GPU
-    (compile_gpu: the mma.sync backward kernels, sm_80 and newer).
+    with head dims that are multiples of 16 up to 256 and without
+    `capture_grads`, for the GPU (compile_gpu: the backward kernels, sm_80
+    and newer).
 
     `given_block_mask`, a block size as attention()'s, makes the function
     take a block mask's eight lists as its last arguments (BlockMask.lists():
