@@ -127,8 +127,8 @@ static cl::opt<bool> causal("causal", cl::desc("causal mask"),
 static cl::opt<bool>
     backward("backward",
              cl::desc("check the attention's backward (attn.attention_grad: "
-                      "dQ, dK and dV against float64 gradients; the CPU "
-                      "only)"),
+                      "dQ, dK and dV against float64 gradients) on "
+                      "--target"),
              cl::init(false), cl::cat(category));
 static cl::opt<bool> captureGrads(
     "capture-grads",
