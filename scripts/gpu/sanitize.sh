@@ -7,11 +7,13 @@
 # the runtime's package (scripts/gpu/runtime.sh) and gpu-bundles/
 # (scripts/gpu/make-bundles.sh).
 #
-#   scripts/gpu/sanitize.sh [attention|masks|softmax|python|streams]...
+#   scripts/gpu/sanitize.sh [attention|masks|backward|softmax|python|streams]...
 #
 # Parts: attention (SIMT, mma.sync, wgmma and the warp-specialized TMA
 # kernel over head dims and dtypes), masks (every mask_mod and score_mod
-# variant, captured buffers, block masks built in the call), softmax (short
+# variant, captured buffers, block masks built in the call), backward (the
+# dQ, dK/dV and zeroing launches of attn-run --backward: wgmma, mma.sync,
+# column slices over D = 128, block lists and a score_mod), softmax (short
 # and split rows), python (empty problems and given block-mask lists,
 # through attn.Kernel), streams (calls from two threads on several streams
 # at once, bench/concurrent_calls.py; no racecheck). Default: all. TOOLS
@@ -25,7 +27,7 @@ sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-san
 [ -x "$sanitizer" ] || { echo "no compute-sanitizer"; exit 1; }
 tools=${TOOLS:-memcheck racecheck synccheck initcheck}
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(attention masks softmax python streams)
+[ ${#parts[@]} -gt 0 ] || parts=(attention masks backward softmax python streams)
 status=0
 cases=0
 # Sanitizer options that pick the kernels to check (none: all).
@@ -101,6 +103,15 @@ masks() {
   sanitize "window d256" "${run[@]}" --dtype=bf16 --head-dim=256 --mask=sliding-window:100 "${sweep[@]}"
 }
 
+backward() {
+  sanitize "backward wgmma bf16 d128 causal" "${run[@]}" --backward --dtype=bf16 --head-dim=128 --causal "${sweep[@]}"
+  sanitize "backward wgmma f16 d64" "${run[@]}" --backward --dtype=f16 --head-dim=64 "${sweep[@]}"
+  sanitize "backward mma.sync bf16 d128" "${run[@]}" --backward --dtype=bf16 --head-dim=128 --strategy=mma-sync "${sweep[@]}"
+  sanitize "backward slices bf16 d256 causal" "${run[@]}" --backward --dtype=bf16 --head-dim=256 --causal "${sweep[@]}"
+  sanitize "backward slices f16 d64 dv256" "${run[@]}" --backward --dtype=f16 --head-dim=64 --value-dim=256 "${sweep[@]}"
+  sanitize "backward document + alibi" "${run[@]}" --backward --dtype=bf16 --head-dim=64 --mask=document --score-mod=alibi "${sweep[@]}"
+}
+
 softmax() {
   for dtype in f32 bf16; do
     sanitize "softmax $dtype short and split rows" "${run[@]}" --op=softmax --dtype=$dtype \
@@ -141,6 +152,7 @@ for part in "${parts[@]}"; do
   case $part in
   attention) unpack; attention ;;
   masks) unpack; masks ;;
+  backward) unpack; backward ;;
   softmax) unpack; softmax ;;
   python) python_part ;;
   streams) streams_part ;;
