@@ -155,6 +155,13 @@ int64_t AttentionGradOp::gradColumnSlices(int64_t d, int64_t dv) {
   return fewest;
 }
 
+bool AttentionGradOp::hasWarpgroupGradHeadDims() {
+  auto swizzled = [](int64_t dim) {
+    return llvm::isPowerOf2_64(dim) && dim <= kMaxGradSliceWidth;
+  };
+  return swizzled(getHeadDim()) && swizzled(getValueHeadDim());
+}
+
 LogicalResult AttentionGradOp::verifyKernel(KernelAttr kernel) {
   bool warpgroup = kernel.getKind() == KernelKind::wgmma;
   if ((kernel.getKind() != KernelKind::mma_sync && !warpgroup) ||
@@ -184,11 +191,7 @@ LogicalResult AttentionGradOp::verifyKernel(KernelAttr kernel) {
                          << " backward kernel: its head dims (" << d << ", "
                          << dv << ") split into no column slices of at most "
                          << kMaxGradSliceWidth << " that are multiples of 16";
-  // wgmma reads whole swizzled tiles: rows of 32, 64 or 128 bytes.
-  auto swizzled = [](int64_t dim) {
-    return llvm::isPowerOf2_64(dim) && dim <= kMaxGradSliceWidth;
-  };
-  if (warpgroup && (!swizzled(d) || !swizzled(dv)))
+  if (warpgroup && !hasWarpgroupGradHeadDims())
     return emitOpError() << "cannot run on the wgmma backward kernel: it "
                             "serves head dims of 16, 32, 64 and 128, not D = "
                          << d << ", Dv = " << dv;

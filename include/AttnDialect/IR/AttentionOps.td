@@ -339,6 +339,10 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad", [
     /// `dv`: the fewest whose widths are at most kMaxGradSliceWidth and
     /// multiples of 16, or, where none are, the fewest at most that wide.
     static int64_t gradColumnSlices(int64_t d, int64_t dv);
+    /// Whether the wgmma backward kernel serves these head dims: it reads
+    /// whole swizzled tiles (rows of 32, 64 or 128 bytes) and takes no
+    /// column slices.
+    bool hasWarpgroupGradHeadDims();
     /// Whether `kernel` can compute this op, with a diagnostic if not.
     LogicalResult verifyKernel(KernelAttr kernel);
   }];

@@ -152,13 +152,9 @@ LogicalResult ChooseKernelPass::chooseGrad(AttentionGradOp op) {
     // wgmma where the chip has it and its swizzled tiles serve the head
     // dims (unless mma_sync is asked for); mma.sync with two stages where
     // they fit, else one.
-    auto swizzled = [](int64_t dim) {
-      return llvm::isPowerOf2_64(dim) &&
-             dim <= AttentionGradOp::kMaxGradSliceWidth;
-    };
-    bool warpgroup =
-        target->hasWarpgroupMma() && strategy != KernelStrategy::MmaSync &&
-        swizzled(op.getHeadDim()) && swizzled(op.getValueHeadDim());
+    bool warpgroup = target->hasWarpgroupMma() &&
+                     strategy != KernelStrategy::MmaSync &&
+                     op.hasWarpgroupGradHeadDims();
     kernel = KernelAttr::get(
         op.getContext(), warpgroup ? KernelKind::wgmma : KernelKind::mma_sync,
         64, 64);
