@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The backward's GPU correctness matrix: attn-run --backward --target=gpu
 # (compiled on the GPU machine for its GPU, checked against the float64
-# backward on the CPU) for f16 and bf16, head dims 16 to 256, causal or
-# not, every built-in mask and score mod, GQA 8:2 and 8:1, odd lengths,
-# and a few long rows. Needs gpu-tools/attn-run.tar.xz from
+# backward on the CPU and for the same bits on a second run) for f16 and
+# bf16, head dims 16 to 256, causal or not, every built-in mask and score
+# mod, GQA 8:2 and 8:1, odd lengths, and a few long rows, on wgmma and on
+# mma.sync. Needs gpu-tools/attn-run.tar.xz from
 # scripts/gpu/pack-attn-run.sh. Runs JOBS (default 8) checks at once;
 # prints each check's summary line; full output in ${OUT:-/tmp}/backward/.
 set -uo pipefail
@@ -28,6 +29,9 @@ sweep="--batch=1,2 --heads=8:2,8:1 --q-len=1,17,130,257 --kv-len=1,17,130,257"
     echo "--dtype=f16 --score-mod=$mod $sweep"
     echo "--dtype=bf16 --score-mod=$mod --causal $sweep"
   done
+  # The mma.sync kernels where wgmma would be chosen (sm_90a).
+  echo "--dtype=bf16 --head-dim=64 --strategy=mma-sync $sweep"
+  echo "--dtype=f16 --head-dim=128 --causal --strategy=mma-sync $sweep"
   # Head dims over 128: column slices of dQ, dK and dV.
   echo "--dtype=bf16 --head-dim=192 $sweep"
   echo "--dtype=f16 --head-dim=160 --causal $sweep"

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 using namespace mlir;
 using namespace attn_run;
@@ -25,6 +26,7 @@ GpuTarget::create(ModuleOp module, func::FuncOp func,
                   const GpuOptions &options) {
   std::unique_ptr<GpuTarget> target(new GpuTarget());
   target->repeat = options.repeat;
+  target->checkRepeatable = options.checkRepeatable;
   std::string message;
   if (!target->driver.open(message))
     return error("--target=gpu: " + message);
@@ -123,6 +125,23 @@ GpuTarget::run(std::vector<std::unique_ptr<HostTensor>> &buffers,
                            message))
       return failWith(message);
 
+  // A second run must give the same bits in every buffer: the backward
+  // promises deterministic gradients (every sum in a fixed order).
+  if (checkRepeatable) {
+    if (!runAll(message) || !driver.synchronize(message))
+      return failWith(message);
+    std::vector<char> again;
+    for (auto [i, arg, buffer] : llvm::enumerate(args, buffers)) {
+      size_t bytes = buffer->numElements() * elementBytes(buffer->kind());
+      again.resize(bytes);
+      if (!driver.copyToHost(again.data(), arg.address, bytes, message))
+        return failWith(message);
+      if (bytes && std::memcmp(again.data(), buffer->data(), bytes) != 0)
+        return failWith("a second run of the kernels wrote other bits into "
+                        "argument " +
+                        std::to_string(i) + ": the results are not repeatable");
+    }
+  }
   if (onDevice && !onDevice(driver, args, message))
     return failWith(message);
 

@@ -32,6 +32,9 @@ struct GpuOptions {
   int64_t qTile = 0, kvTile = 0, threads = 128;
   mlir::attn::KernelStrategy strategy = mlir::attn::KernelStrategy::Auto;
   int repeat = 0; // timed runs after the checked one; 0: time the checked run
+  // Run the kernels a second time and fail unless every buffer gets the
+  // same bits.
+  bool checkRepeatable = false;
 };
 
 class GpuTarget {
@@ -46,7 +49,8 @@ public:
 
   /// Copies `buffers` (one per function argument) to the GPU, runs the
   /// function's kernels, copies every buffer back; returns the GPU time of
-  /// the run in ms (the median of `repeat` more runs when asked for).
+  /// the run in ms (the median of `repeat` more runs when asked for). With
+  /// `checkRepeatable`, a second run must write the same bits.
   /// `onDevice`, when given, runs after the kernels while the arguments are
   /// still on the GPU (the GPU reference reads Q, K and V there).
   using DeviceCallback = std::function<bool(
@@ -68,6 +72,7 @@ private:
   std::string chip_, directory;
   double compileMs_ = 0;
   int repeat = 0;
+  bool checkRepeatable = false;
 };
 
 } // namespace attn_run

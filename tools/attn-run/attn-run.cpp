@@ -251,6 +251,10 @@ std::unique_ptr<GpuTarget> compileFor(ModuleOp module, func::FuncOp func,
   options.threads = blockThreads;
   options.strategy = strategy;
   options.repeat = repeat;
+  // Gradients must come out the same on every run.
+  options.checkRepeatable =
+      func.walk([](attn::AttentionGradOp) { return WalkResult::interrupt(); })
+          .wasInterrupted();
   auto created = GpuTarget::create(module, func, options);
   if (!created)
     fail(llvm::toString(created.takeError()));

@@ -159,7 +159,7 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
 
   RegionInliner regions(op, boundsChecks ? RegionChecks::DeviceTrap
                                          : RegionChecks::None);
-  BackwardKernel base{rewriter, loc, op, regions};
+  BackwardKernel base(rewriter, loc, op, regions);
   base.query = query;
   base.key = key;
   base.value = value;

@@ -27,6 +27,10 @@ namespace mlir::attn::mma {
 /// the op's operands as buffers; `delta` is an i32 buffer of B * Hq * M
 /// words (the zeroed workspace) that holds Delta's f32 bits.
 struct BackwardKernel {
+  BackwardKernel(OpBuilder &b, Location loc, AttentionGradOp op,
+                 RegionInliner regions)
+      : b(b), loc(loc), op(op), regions(std::move(regions)) {}
+
   OpBuilder &b;
   Location loc;
   AttentionGradOp op;
