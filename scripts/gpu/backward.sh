@@ -3,8 +3,8 @@
 # (compiled on the GPU machine for its GPU, checked against the float64
 # backward on the CPU and for the same bits on a second run) for f16 and
 # bf16, head dims 16 to 256, causal or not, every built-in mask and score
-# mod, GQA 8:2 and 8:1, odd lengths, and a few long rows, on wgmma and on
-# mma.sync. Needs gpu-tools/attn-run.tar.xz from
+# mod, GQA 8:2 and 8:1, odd lengths, and a few long rows, on wgmma, on
+# mma.sync and on the 32 x 32 tiles of chips with 99 KB a block. Needs gpu-tools/attn-run.tar.xz from
 # scripts/gpu/pack-attn-run.sh. Runs JOBS (default 8) checks at once;
 # prints each check's summary line; full output in ${OUT:-/tmp}/backward/.
 set -uo pipefail
@@ -40,6 +40,10 @@ sweep="--batch=1,2 --heads=8:2,8:1 --q-len=1,17,130,257 --kv-len=1,17,130,257"
   echo "--dtype=bf16 --head-dim=256 --mask=document --score-mod=alibi $sweep"
   echo "--dtype=f16 --head-dim=256 --mask=sliding-window:100 --score-mod=softcap:30 $sweep"
   echo "--dtype=bf16 --head-dim=256 --causal --heads=4:1 --q-len=1000 --kv-len=1000"
+  # The 32 x 32 tiles of chips with 99 KB a block: PTX for sm_86, which the
+  # driver compiles for this GPU.
+  echo "--chip=sm_86 --dtype=bf16 --head-dim=256 --mask=document --score-mod=alibi $sweep"
+  echo "--chip=sm_86 --dtype=f16 --head-dim=192 --causal $sweep"
   echo "--dtype=bf16 --head-dim=128 --causal --heads=4:1 --q-len=1000 --kv-len=1000"
   echo "--dtype=f16 --head-dim=64 --heads=2:1 --q-len=4097 --kv-len=4097"
   echo "--dtype=bf16 --head-dim=64 --causal --heads=2:2 --q-len=1000,4097 --kv-len=4097"

@@ -217,3 +217,27 @@ func.func @prefix_no_lists(%q: tensor<?x4x?x64xf16>, %o: tensor<?x4x?x64xf16>,
   return %r#0, %r#1, %r#2
       : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>
 }
+
+// -----
+
+// Head dims over 128 on sm_86's 99 KB: 64 x 64 tiles do not fit even in
+// one stage, 32 x 32 tiles do (one stage at D = 256, two at D = 192).
+// SM86-LABEL: func.func @d256
+// SM86: kernel = #attn.kernel<mma_sync, q_tile = 32, kv_tile = 32, stages = 1>
+// SM86-LABEL: func.func @d192
+// SM86: kernel = #attn.kernel<mma_sync, q_tile = 32, kv_tile = 32>
+func.func @d256(%q: tensor<?x4x?x256xbf16>, %l: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>) {
+  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?xf32>)
+      outs(%q, %q, %q : tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>)
+      -> tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>
+}
+func.func @d192(%q: tensor<?x4x?x192xf16>, %l: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>) {
+  %r:3 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>, tensor<?x4x?xf32>)
+      outs(%q, %q, %q : tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>)
+      {causal}
+      -> tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>
+}

@@ -151,18 +151,23 @@ LogicalResult ChooseKernelPass::chooseGrad(AttentionGradOp op) {
     // registers up to head dims of 128 (wider ones in column slices).
     // wgmma where the chip has it and its swizzled tiles serve the head
     // dims (unless mma_sync is asked for); mma.sync with two stages where
-    // they fit, else one.
+    // they fit, else one, else 32 x 32 tiles (head dims over 128 on chips
+    // of 99 KB a block).
     bool warpgroup = target->hasWarpgroupMma() &&
                      strategy != KernelStrategy::MmaSync &&
                      op.hasWarpgroupGradHeadDims();
     kernel = KernelAttr::get(
         op.getContext(), warpgroup ? KernelKind::wgmma : KernelKind::mma_sync,
         64, 64);
-    if (!warpgroup && GradSharedLayout::bytesOf(kernel, op.getHeadDim(),
-                                                op.getValueHeadDim()) >
-                          target->sharedMemoryPerBlock)
-      kernel = KernelAttr::get(op.getContext(), KernelKind::mma_sync, 64, 64, 1,
-                               1, 1, 0, 0);
+    for (auto [tile, stages] :
+         {std::pair<int64_t, int64_t>{64, 1}, {32, 2}, {32, 1}}) {
+      if (warpgroup || GradSharedLayout::bytesOf(kernel, op.getHeadDim(),
+                                                 op.getValueHeadDim()) <=
+                           target->sharedMemoryPerBlock)
+        break;
+      kernel = KernelAttr::get(op.getContext(), KernelKind::mma_sync, tile,
+                               tile, 1, stages, 1, 0, 0);
+    }
     // The op's verifier says why the kernel cannot compute it.
     if (failed(op.verifyKernel(kernel)))
       return failure();
