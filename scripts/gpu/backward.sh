@@ -4,9 +4,10 @@
 # backward on the CPU and for the same bits on a second run) for f16 and
 # bf16, head dims 16 to 256, causal or not, every built-in mask and score
 # mod, GQA 8:2 and 8:1, odd lengths, and a few long rows, on wgmma, on
-# mma.sync and on the 32 x 32 tiles of chips with 99 KB a block. Needs gpu-tools/attn-run.tar.xz from
-# scripts/gpu/pack-attn-run.sh. Runs JOBS (default 8) checks at once;
-# prints each check's summary line; full output in ${OUT:-/tmp}/backward/.
+# mma.sync and on the 32 x 32 tiles of chips with 99 KB a block. Needs
+# gpu-tools/attn-run.tar.xz from scripts/gpu/pack-attn-run.sh. Runs JOBS
+# (default 8) checks at once; prints each check's summary line; full output
+# in ${OUT:-/tmp}/backward/.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 tar -xJf gpu-tools/attn-run.tar.xz -C /tmp || exit 1
