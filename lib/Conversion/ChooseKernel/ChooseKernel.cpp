@@ -159,14 +159,19 @@ LogicalResult ChooseKernelPass::chooseGrad(AttentionGradOp op) {
     kernel = KernelAttr::get(
         op.getContext(), warpgroup ? KernelKind::wgmma : KernelKind::mma_sync,
         64, 64);
-    for (auto [tile, stages] :
-         {std::pair<int64_t, int64_t>{64, 1}, {32, 2}, {32, 1}}) {
-      if (warpgroup || GradSharedLayout::bytesOf(kernel, op.getHeadDim(),
-                                                 op.getValueHeadDim()) <=
-                           target->sharedMemoryPerBlock)
-        break;
-      kernel = KernelAttr::get(op.getContext(), KernelKind::mma_sync, tile,
-                               tile, 1, stages, 1, 0, 0);
+    auto fits = [&] {
+      return GradSharedLayout::bytesOf(kernel, op.getHeadDim(),
+                                       op.getValueHeadDim()) <=
+             target->sharedMemoryPerBlock;
+    };
+    if (!warpgroup) {
+      for (auto [tile, stages] :
+           {std::pair<int64_t, int64_t>{64, 1}, {32, 2}, {32, 1}}) {
+        if (fits())
+          break;
+        kernel = KernelAttr::get(op.getContext(), KernelKind::mma_sync, tile,
+                                 tile, 1, stages, 1, 0, 0);
+      }
     }
     // The op's verifier says why the kernel cannot compute it.
     if (failed(op.verifyKernel(kernel)))
