@@ -113,8 +113,8 @@ void fillCapture(HostTensor &tensor, std::mt19937_64 &rng,
 /// be NaN, or the same infinity, in `out`. `allFinite`: every other element
 /// of `out` is finite and those agree. With `magnitudes`, the norm
 /// divided by is theirs instead of the reference's: for a sum that cancels
-/// (a captured tensor's gradient), the sum of its terms' absolute values
-/// per element, what rounding the terms can cost.
+/// (a captured tensor's gradient), the sum of its terms' sizes per
+/// element, what rounding the terms can cost.
 double relativeError(const HostTensor &out, const std::vector<double> &ref,
                      bool &allFinite,
                      const std::vector<double> *magnitudes = nullptr);

@@ -65,8 +65,11 @@ bool referenceAttention(const ReferenceAttention &problem,
 struct ReferenceGradients {
   std::vector<double> dq, dk, dv;
   /// The gradients of the wrt arguments, in their order and shapes, and
-  /// per element the sum of the absolute values of the terms summed (the
-  /// sums cancel: the gradient of the modified scores sums to 0 per row).
+  /// per element the sum of the sizes of the terms summed (the sums cancel:
+  /// the gradient of the modified scores sums to 0 per row). A term dS' *
+  /// d score_mod / d c, with dS' = P (dP - Delta), is sized by the products
+  /// dP and Delta sum: P (sum |dO V| + sum |dO O|) |d score_mod / d c|, the
+  /// scale of the rounding in the difference, which cancels too.
   std::vector<std::vector<double>> wrt, wrtMagnitudes;
 };
 

@@ -201,10 +201,6 @@ LogicalResult AttentionGradOp::verifyKernel(KernelAttr kernel) {
                          << " backward kernel: its grad_output is an mma "
                             "operand, so it must be "
                          << element << " as Q is, not " << gradOutputElement;
-  if (!getWrt().empty())
-    return emitOpError() << "cannot run on the " << kind
-                         << " backward kernel: it computes no wrt gradients "
-                            "(attn-lower-to-cpu does)";
   if (!getOffsets().empty())
     return emitOpError() << "cannot run on the " << kind
                          << " backward kernel: it computes whole problems, "

@@ -250,22 +250,28 @@ bool attn_runtime::referenceAttentionGrad(const ReferenceAttention &p,
         for (int64_t j = 0; j < n; ++j)
           if (keep[j])
             sum += std::exp(scores[j] - max);
-        double delta = 0;
-        for (int64_t c = 0; c < dv; ++c)
+        double delta = 0, deltaSize = 0;
+        for (int64_t c = 0; c < dv; ++c) {
           delta += doRow[c] * oRow[c];
+          deltaSize += std::fabs(doRow[c] * oRow[c]);
+        }
         for (int64_t j = 0; j < n; ++j) {
           if (!keep[j])
             continue;
           double prob = std::exp(scores[j] - max) / sum;
-          double dp = 0;
+          double dp = 0, dpSize = 0;
           for (int64_t c = 0; c < dv; ++c) {
             dp += doRow[c] * vBase[j * dv + c];
+            dpSize += std::fabs(doRow[c] * vBase[j * dv + c]);
             grads.dv[((b * kvHeads + hk) * n + j) * dv + c] += prob * doRow[c];
           }
           // d loss / d score_mod(s), then through the score_mod's reads of
           // the wrt tensors (central differences of what each reads).
           double dsMod = prob * (dp - delta);
-          if (!reads.empty() && dsMod != 0) {
+          // dP - Delta cancels: rounding in it scales with the products
+          // summed, which size each term (HostTensor.h, relativeError).
+          double dsModSize = prob * (dpSize + deltaSize);
+          if (!reads.empty() && dsModSize != 0) {
             args = {Scalar::ofFloat(rawScores[j]), Scalar::ofInt(b),
                     Scalar::ofInt(h), Scalar::ofInt(i), Scalar::ofInt(j)};
             RegionNudge record;
@@ -294,7 +300,8 @@ bool attn_runtime::referenceAttentionGrad(const ReferenceAttention &p,
               }
               double term = dsMod * (ends[0] - ends[1]) / (2 * step);
               grads.wrt[w][flat] += term;
-              grads.wrtMagnitudes[w][flat] += std::fabs(term);
+              grads.wrtMagnitudes[w][flat] +=
+                  dsModSize * std::fabs((ends[0] - ends[1]) / (2 * step));
             }
           }
           double ds = dsMod * slopes[j] * p.scale;

@@ -3,8 +3,10 @@
 # (compiled on the GPU machine for its GPU, checked against the float64
 # backward on the CPU and for the same bits on a second run) for f16 and
 # bf16, head dims 16 to 256, causal or not, every built-in mask and score
-# mod, GQA 8:2 and 8:1, odd lengths, and a few long rows, on wgmma, on
-# mma.sync and on the 32 x 32 tiles of chips with 99 KB a block. Needs
+# mod, gradients of captured tensors, GQA 8:2 and 8:1, odd lengths, and a
+# few long rows, on wgmma, on mma.sync and on the 32 x 32 tiles of chips
+# with 99 KB a block. ONLY (an extended regex) keeps the checks whose
+# arguments match it. Needs
 # gpu-tools/attn-run.tar.xz from scripts/gpu/pack-attn-run.sh. Runs JOBS
 # (default 8) checks at once; prints each check's summary line; full output
 # in ${OUT:-/tmp}/backward/.
@@ -30,6 +32,17 @@ sweep="--batch=1,2 --heads=8:2,8:1 --q-len=1,17,130,257 --kv-len=1,17,130,257"
     echo "--dtype=f16 --score-mod=$mod $sweep"
     echo "--dtype=bf16 --score-mod=$mod --causal $sweep"
   done
+  # Gradients of captured tensors: ALiBi's slopes (one element a block),
+  # a per-head gain and a relative-position bias (an element per distance).
+  echo "--dtype=f16 --score-mod=alibi --capture-grads $sweep"
+  echo "--dtype=bf16 --score-mod=alibi --capture-grads --causal --head-dim=128 $sweep"
+  echo "--dtype=bf16 --score-mod=alibi --capture-grads --mask=document --strategy=mma-sync $sweep"
+  echo "--dtype=f16 --score-mod=alibi --capture-grads --head-dim=256 --causal --heads=4:1 --q-len=1000 --kv-len=1000"
+  echo "test/Integration/Inputs/learned-bias-grad.mlir $sweep"
+  echo "test/Integration/Inputs/learned-bias-grad.mlir --strategy=mma-sync --heads=4:2 --q-len=1000 --kv-len=1000"
+  sed 's/x32x/x128x/g; s/xf16>/xbf16>/g' test/Integration/Inputs/learned-bias-grad.mlir \
+    > "$out/learned-bias-grad-bf16-d128.mlir"
+  echo "$out/learned-bias-grad-bf16-d128.mlir $sweep"
   # The mma.sync kernels where wgmma would be chosen (sm_90a).
   echo "--dtype=bf16 --head-dim=64 --strategy=mma-sync $sweep"
   echo "--dtype=f16 --head-dim=128 --causal --strategy=mma-sync $sweep"
@@ -61,7 +74,7 @@ sweep="--batch=1,2 --heads=8:2,8:1 --q-len=1,17,130,257 --kv-len=1,17,130,257"
   sed 's/x16xf32>/x16xbf16>/g' test/Integration/Inputs/nan-score-mod-grad.mlir \
     > "$out/nan-score-mod-grad-bf16.mlir"
   echo "$out/nan-score-mod-grad-bf16.mlir"
-} > "$out/cases.txt"
+} | grep -E -- "${ONLY:-.}" > "$out/cases.txt"
 run() {
   local name
   name=$(echo "$*" | tr -c 'A-Za-z0-9.\n-' '_' | cut -c1-120)

@@ -241,3 +241,62 @@ func.func @d192(%q: tensor<?x4x?x192xf16>, %l: tensor<?x4x?xf32>)
       -> tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>
   return %r#0, %r#1, %r#2 : tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>, tensor<?x4x?x192xf16>
 }
+
+// -----
+
+// Gradients of captured tensors: the dQ kernel adds each element's terms
+// exactly (i64 words of the workspace after Delta's, 33 per element), by
+// element for a read that varies with q and kv, and as the warp's sum for
+// one that does not (the slope of the block's head); a launch per tensor
+// turns the words into f32 and zeroes them again.
+// CHECK-LABEL: func.func @learned_bias
+// CHECK: %[[EVEN:.*]] = arith.muli %{{.*}}, %c2
+// CHECK: %[[SLOPES:.*]] = tensor.dim %{{.*}} : tensor<4xf32>
+// CHECK: %[[SLOPEWORDS:.*]] = arith.muli %{{.*}}, %c66
+// CHECK: %[[AFTER:.*]] = arith.addi %[[EVEN]], %[[SLOPEWORDS]]
+// CHECK: tensor.dim %{{.*}} : tensor<4x?xf32>
+// CHECK: %[[BIASWORDS:.*]] = arith.muli %{{.*}}, %c66
+// CHECK: %[[WORDS:.*]] = arith.addi %[[AFTER]], %[[BIASWORDS]]
+// CHECK: attn.workspace %[[WORDS]] : memref<?xi32>
+// CHECK: gpu.launch
+// CHECK: scf.if
+// CHECK: llvm.inline_asm has_side_effects "red.add.u64 [$0], $1;"
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32
+// CHECK: llvm.inline_asm has_side_effects "red.add.u64 [$0], $1;"
+// CHECK: gpu.launch
+// CHECK-NOT: red.add
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK: arith.sitofp %{{.*}} : i64 to f64
+// CHECK: arith.truncf %{{.*}} : f64 to f32
+// CHECK: memref.store %{{.*}} : memref<4xf32>
+// CHECK: gpu.launch
+// CHECK: memref.store %{{.*}} : memref<4x?xf32>
+func.func @learned_bias(%q: tensor<?x4x?x64xf16>, %l: tensor<?x4x?xf32>,
+                        %slopes: tensor<4xf32>, %bias: tensor<4x?xf32>,
+                        %dslopes: tensor<4xf32>, %dbias: tensor<4x?xf32>)
+    -> (tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>,
+        tensor<4xf32>, tensor<4x?xf32>) {
+  %r:5 = attn.attention_grad
+      ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>,
+          tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>,
+          tensor<?x4x?xf32>)
+      wrt(%slopes, %bias : tensor<4xf32>, tensor<4x?xf32>)
+      outs(%q, %q, %q, %dslopes, %dbias : tensor<?x4x?x64xf16>,
+           tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<4xf32>,
+           tensor<4x?xf32>)
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+        %slope = tensor.extract %slopes[%h] : tensor<4xf32>
+        %y = arith.mulf %s, %slope : f32
+        %d = arith.subi %i, %j : index
+        %bd = tensor.extract %bias[%h, %d] : tensor<4x?xf32>
+        %z = arith.addf %y, %bd : f32
+        attn.yield %z : f32
+      }
+      -> tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>,
+         tensor<4xf32>, tensor<4x?xf32>
+  return %r#0, %r#1, %r#2, %r#3, %r#4
+      : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>,
+        tensor<4xf32>, tensor<4x?xf32>
+}

@@ -52,25 +52,6 @@ func.func @f32_grad_output(%q: tensor<?x4x?x64xf16>, %do: tensor<?x4x?x64xf32>, 
 
 // -----
 
-// The gradients of captured tensors are the CPU pipeline's.
-func.func @wrt(%q: tensor<?x4x?x64xf16>, %l: tensor<?x4x?xf32>, %slopes: tensor<4xf32>, %ds: tensor<4xf32>)
-    -> (tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<4xf32>) {
-  // expected-error @+1 {{it computes no wrt gradients (attn-lower-to-cpu does)}}
-  %r:4 = attn.attention_grad ins(%q, %q, %q, %q, %q, %l : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?xf32>)
-      wrt(%slopes : tensor<4xf32>)
-      outs(%q, %q, %q, %ds : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<4xf32>)
-      score_mod {
-      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
-        %slope = tensor.extract %slopes[%h] : tensor<4xf32>
-        %y = arith.addf %s, %slope : f32
-        attn.yield %y : f32
-      }
-      -> tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<4xf32>
-  return %r#0, %r#1, %r#2, %r#3 : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<4xf32>
-}
-
-// -----
-
 // Given tiles of 128 x 128 in two stages need more than sm_80's shared
 // memory at D = 128.
 func.func @too_big(%q: tensor<?x4x?x128xf16>, %l: tensor<?x4x?xf32>)

@@ -21,8 +21,11 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTENTIONGRADTOMMA
@@ -84,6 +87,91 @@ struct AttentionGradToMmaPass
 
 } // namespace
 
+/// A launch that turns each of `elements` exact sums, kCaptureWords i64
+/// words from i32 word `first` of `workspace` (GradCaptures.cpp), into an
+/// f32 of `grad` (row-major), and zeroes the words again.
+static void finishCaptureGrad(RewriterBase &rewriter, Location loc,
+                              Value workspace, Value first, Value elements,
+                              Value grad) {
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  Value one = index(1);
+  Value blocks =
+      arith::CeilDivUIOp::create(rewriter, loc, elements, index(kZeroThreads));
+  auto launch = gpu::LaunchOp::create(rewriter, loc, blocks, one, one,
+                                      index(kZeroThreads), one, one);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(&launch.getBody().front());
+  Value element = arith::AddIOp::create(
+      rewriter, loc,
+      arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
+                            index(kZeroThreads)),
+      launch.getThreadIds().x);
+  auto inside = scf::IfOp::create(
+      rewriter, loc,
+      arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, element,
+                            elements));
+  rewriter.setInsertionPointToStart(inside.thenBlock());
+  Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type(),
+       f64 = rewriter.getF64Type();
+  Value zeroWord = arith::ConstantIntOp::create(rewriter, loc, i32, 0);
+  Value words = arith::AddIOp::create(
+      rewriter, loc, first,
+      arith::MulIOp::create(rewriter, loc, element, index(2 * kCaptureWords)));
+  // Word w counts units of 2^(8w - 150) (a significand's last bit at the
+  // group's smallest exponent); summed in f64 from the smallest.
+  Value sum = arith::ConstantFloatOp::create(
+      rewriter, loc, cast<FloatType>(f64), APFloat(0.0));
+  Value nonFinite;
+  for (int64_t w = 0; w < kCaptureWords; ++w) {
+    Value low = index(2 * w), high = index(2 * w + 1);
+    Value lowIndex = arith::AddIOp::create(rewriter, loc, words, low);
+    Value highIndex = arith::AddIOp::create(rewriter, loc, words, high);
+    Value lowWord = memref::LoadOp::create(rewriter, loc, workspace, lowIndex);
+    Value highWord =
+        memref::LoadOp::create(rewriter, loc, workspace, highIndex);
+    Value word = arith::OrIOp::create(
+        rewriter, loc, arith::ExtUIOp::create(rewriter, loc, i64, lowWord),
+        arith::ShLIOp::create(
+            rewriter, loc, arith::ExtUIOp::create(rewriter, loc, i64, highWord),
+            arith::ConstantIntOp::create(rewriter, loc, i64, 32)));
+    memref::StoreOp::create(rewriter, loc, zeroWord, workspace, lowIndex);
+    memref::StoreOp::create(rewriter, loc, zeroWord, workspace, highIndex);
+    if (w == kCaptureWords - 1) {
+      nonFinite = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ne, word,
+          arith::ConstantIntOp::create(rewriter, loc, i64, 0));
+      continue;
+    }
+    Value unit = arith::ConstantFloatOp::create(
+        rewriter, loc, cast<FloatType>(f64),
+        APFloat(std::ldexp(1.0, static_cast<int>(8 * w - 150))));
+    sum = arith::AddFOp::create(
+        rewriter, loc, sum,
+        arith::MulFOp::create(rewriter, loc,
+                              arith::SIToFPOp::create(rewriter, loc, f64, word),
+                              unit));
+  }
+  Value grad32 = arith::SelectOp::create(
+      rewriter, loc, nonFinite,
+      arith::ConstantFloatOp::create(rewriter, loc, rewriter.getF32Type(),
+                                     APFloat::getQNaN(APFloat::IEEEsingle())),
+      arith::TruncFOp::create(rewriter, loc, rewriter.getF32Type(), sum));
+  // Row-major indices of the element in `grad`.
+  auto type = cast<MemRefType>(grad.getType());
+  SmallVector<Value> indices(type.getRank());
+  Value rest = element;
+  for (int64_t i = type.getRank() - 1; i >= 0; --i) {
+    Value size = memref::DimOp::create(rewriter, loc, grad, i);
+    indices[i] = arith::RemUIOp::create(rewriter, loc, rest, size);
+    rest = arith::DivUIOp::create(rewriter, loc, rest, size);
+  }
+  memref::StoreOp::create(rewriter, loc, grad32, grad, indices);
+  rewriter.setInsertionPointToEnd(&launch.getBody().front());
+  gpu::TerminatorOp::create(rewriter, loc);
+}
+
 void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
   Location loc = op.getLoc();
   KernelAttr kernel = op.getKernelAttr();
@@ -117,13 +205,36 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
   Value kvHeads = dim(key, 1), keys = dim(key, 2);
   // Delta, one f32 per query row, passed from the dQ kernel to the other
   // in the zeroed workspace (the scratch buffer may hold the block mask's
-  // lists), which a third launch zeroes again.
+  // lists), which a third launch zeroes again. After it (from an even
+  // word), the wrt tensors' accumulators: kCaptureWords i64 words per
+  // element, which the launch that turns them into gradients zeroes again.
   Value words = arith::MulIOp::create(
       rewriter, loc, arith::MulIOp::create(rewriter, loc, batches, heads),
       rows);
+  Value workspaceWords = words;
+  if (!op.getWrt().empty())
+    workspaceWords = arith::MulIOp::create(
+        rewriter, loc,
+        arith::CeilDivUIOp::create(rewriter, loc, words, index(2)), index(2));
+  SmallVector<Value> captureElements, captureWords;
+  for (Value wrt : op.getWrt()) {
+    Value elements = index(1);
+    for (int64_t i = 0, e = cast<RankedTensorType>(wrt.getType()).getRank();
+         i < e; ++i)
+      elements = arith::MulIOp::create(
+          rewriter, loc, elements,
+          tensor::DimOp::create(rewriter, loc, wrt, i).getResult());
+    captureElements.push_back(elements);
+    captureWords.push_back(workspaceWords);
+    workspaceWords =
+        arith::AddIOp::create(rewriter, loc, workspaceWords,
+                              arith::MulIOp::create(rewriter, loc, elements,
+                                                    index(2 * kCaptureWords)));
+  }
   Value deltaBuffer = WorkspaceOp::create(
       rewriter, loc,
-      MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()), words);
+      MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()),
+      workspaceWords);
 
   // The op's block mask, or with a mask_mod that of its tiles: the kv
   // side lists the dQ blocks' steps, the q side the dK/dV blocks'.
@@ -170,6 +281,9 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
   base.dq = grads[0];
   base.dk = grads[1];
   base.dv = grads[2];
+  for (Value first : captureWords)
+    base.captureOffsets.push_back(
+        arith::MulIOp::create(rewriter, loc, first, index(4)));
   Type element = op.getQuery().getType().getElementType();
   auto workgroup = gpu::AddressSpaceAttr::get(rewriter.getContext(),
                                               gpu::AddressSpace::Workgroup);
@@ -308,6 +422,10 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
     rewriter.setInsertionPointToEnd(&zero.getBody().front());
     gpu::TerminatorOp::create(rewriter, loc);
   }
+
+  for (auto [w, elements] : llvm::enumerate(captureElements))
+    finishCaptureGrad(rewriter, loc, deltaBuffer, captureWords[w], elements,
+                      grads[3 + w]);
 
   SmallVector<Value> results;
   for (auto [buffer, init] : llvm::zip(grads, op.getOutputs()))

@@ -36,6 +36,7 @@ static bool listsIgnoreHeads(AttentionGradOp op) {
 
 void GradBuilder::buildQueryGrad() {
   setUp(qTile);
+  addsCaptures = !op.getWrt().empty();
   Value h = k.head;
   Value kvHead = arith::DivUIOp::create(b, loc, h, group);
   Value q0 = mul(k.block, c(qTile));

@@ -23,6 +23,11 @@
 
 namespace mlir::attn::mma {
 
+/// i64 words of the workspace per element of a wrt tensor's gradient: the
+/// exact sum of its terms, one word per 8 binary exponents of f32 (32), and
+/// a count of the non-finite terms. docs/Backward.md says why.
+constexpr int64_t kCaptureWords = 33;
+
 /// Builds a backward kernel's body inside its gpu.launch. The memrefs are
 /// the op's operands as buffers; `delta` is an i32 buffer of B * Hq * M
 /// words (the zeroed workspace) that holds Delta's f32 bits.
@@ -37,6 +42,10 @@ struct BackwardKernel {
   RegionInliner regions;
 
   Value query, key, value, output, gradOutput, lse, delta, dq, dk, dv;
+  /// Per wrt tensor, the byte offset in the workspace (`delta`) of its
+  /// gradient's accumulators, kCaptureWords i64 words per element, zero
+  /// when the dQ kernel starts.
+  SmallVector<Value> captureOffsets;
   /// The shared tiles: the block's own [rows, width + pad] (Q and dO, or
   /// K and V), the streamed [stages, rows, width + pad] (K and V, or Q and
   /// dO; for wgmma [stages, width / columns, rows, columns] swizzled), and

@@ -12,9 +12,9 @@
 // C++ loops unroll), so it lives in registers.
 //
 // Its parts live by concern: GradProducts.cpp (the contractions),
-// GradElementwise.cpp (P and dS), GradSchedule.cpp (the step loop),
-// GradRows.cpp (row statistics and stores) and BackwardKernel.cpp (the two
-// kernels).
+// GradElementwise.cpp (P and dS), GradCaptures.cpp (the wrt tensors'
+// gradients), GradSchedule.cpp (the step loop), GradRows.cpp (row
+// statistics and stores) and BackwardKernel.cpp (the two kernels).
 //
 //===----------------------------------------------------------------------===//
 
@@ -108,6 +108,19 @@ private:
   gradients(const BandTile &s, const std::function<BandTile()> &readyDp,
             Value h, Value needsMasks, bool withProbs,
             const Position &position);
+  /// One element's share of the wrt tensors' gradients: its raw score,
+  /// position, P and dS' = P (dP - Delta), the gradient of the modified
+  /// score.
+  struct CaptureTerm {
+    Value score, q, kv, p, dsModified;
+  };
+  /// Adds every term of `terms` (elements of query head `h`) to the wrt
+  /// tensors' accumulators (GradCaptures.cpp).
+  void addCaptureTerms(ArrayRef<CaptureTerm> terms, Value h);
+  /// Adds f32 `term` exactly to element `element` of the accumulators at
+  /// byte address `base` (kCaptureWords i64 words an element).
+  void addExactly(Value base, Value element, Value term);
+
   /// `tile` of rowProducts once at most `pending` wgmma groups issued
   /// after its own are still running (mma.sync products: as it is).
   BandTile landed(const BandTile &tile, int64_t pending);
@@ -177,6 +190,9 @@ private:
   int64_t qBlock, kvBlock, streamedTile = 0, streamedBlock = 0;
   Value listLine;
   bool warpgroup;
+  /// Whether `gradients` adds the wrt tensors' terms (the dQ kernel's first
+  /// column slice, which visits every element once).
+  bool addsCaptures = false;
   Value m, n, queryHeads, group;
   Value lane, warpRow, g, t, t2;
   Value ownRowLane, ownColLane, keyRowLane, keyColLane, valueRowLane,

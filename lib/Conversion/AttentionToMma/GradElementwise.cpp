@@ -82,6 +82,7 @@ std::pair<SmallVector<Fragment>, SmallVector<Fragment>> GradBuilder::gradients(
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(masked ? split.thenBlock() : split.elseBlock());
     BandTile p(chunks), factors(chunks), deltas(chunks), ds(chunks);
+    SmallVector<CaptureTerm> terms;
     for (int64_t chunk = 0; chunk < chunks; ++chunk)
       for (int64_t e = 0; e < 4; ++e) {
         auto [q, lse, delta, kv] = position(chunk, e);
@@ -89,12 +90,19 @@ std::pair<SmallVector<Fragment>, SmallVector<Fragment>> GradBuilder::gradients(
         p[chunk].push_back(pe);
         factors[chunk].push_back(factor);
         deltas[chunk].push_back(delta);
+        terms.push_back({s[chunk][e], q, kv, pe, Value()});
       }
     BandTile dp = readyDp();
     for (int64_t chunk = 0; chunk < chunks; ++chunk)
       for (int64_t e = 0; e < 4; ++e)
         ds[chunk].push_back(gradientAt(p[chunk][e], factors[chunk][e],
                                        dp[chunk][e], deltas[chunk][e]));
+    if (addsCaptures) {
+      for (auto [i, term] : llvm::enumerate(terms))
+        term.dsModified =
+            gradientAt(term.p, Value(), dp[i / 4][i % 4], deltas[i / 4][i % 4]);
+      addCaptureTerms(terms, h);
+    }
     SmallVector<Value> yields;
     if (withProbs)
       yields = flattenTiles({BandTile(asOperand(p))});
