@@ -267,6 +267,12 @@ TEST(RuntimeBundle, ValidationErrorsNameWhatIsWrong) {
        R"("mask_mod": "sliding-window:32")",
        "has a \"mask_mod\" that is neither null nor {\"name\": NAME, "
        "\"digest\": HEX}"},
+      {R"("causal": true)", R"("causal": true, "wrt": {"tensor": 1})",
+       "\"computes\" entry 0 has a \"wrt\" that is not a list"},
+      {R"("causal": true)",
+       R"("causal": true, "wrt": [{"tensor": 1, "grad": 2}])",
+       "\"computes\" entry 0 has a \"wrt\" entry whose \"tensor\" and "
+       "\"grad\" are not argument numbers (or -1)"},
       // Launches.
       {R"("module": "k")", R"("module": "m")",
        "kernel 'k' names binary 'm', which the bundle does not have"},

@@ -227,6 +227,13 @@ struct Computation {
     std::string name, digest;
     RegionProgram program;
   } maskMod, scoreMod;
+  /// attention_grad: the tensors whose gradients it computes (wrt), each
+  /// as the numbers of the function arguments that hold it and its
+  /// gradient (-1 where the compiler saw no argument).
+  struct Wrt {
+    int64_t tensor = -1, grad = -1;
+  };
+  std::vector<Wrt> wrt;
 };
 
 struct Function {

@@ -332,6 +332,26 @@ bool readComputes(const JsonValue *json, Function &function,
           !readRegion(c, "mask_mod", computation.maskMod, error, where) ||
           !readRegion(c, "score_mod", computation.scoreMod, error, where))
         return false;
+      if (const JsonValue *wrt = c.get("wrt")) {
+        if (!isArray(wrt)) {
+          error = where + " has a \"wrt\" that is not a list";
+          return false;
+        }
+        for (const JsonValue &entry : wrt->array) {
+          Computation::Wrt w;
+          int64_t args = static_cast<int64_t>(function.args.size());
+          const JsonValue *tensor = entry.get("tensor"),
+                          *grad = entry.get("grad");
+          if (!tensor || !grad || !tensor->integer(w.tensor) ||
+              !grad->integer(w.grad) || w.tensor < -1 || w.tensor >= args ||
+              w.grad < -1 || w.grad >= args) {
+            error = where + " has a \"wrt\" entry whose \"tensor\" and "
+                            "\"grad\" are not argument numbers (or -1)";
+            return false;
+          }
+          computation.wrt.push_back(w);
+        }
+      }
     }
     function.computes.push_back(std::move(computation));
   }

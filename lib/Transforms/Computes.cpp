@@ -114,6 +114,20 @@ DictionaryAttr record(AttentionGradOp op) {
     fields.push_back(
         b.getNamedAttr("score_mod", regionRecord(op, op.getScoreMod(),
                                                  kScoreModNameAttrName)));
+  // Each wrt tensor and its gradient as function arguments (-1: not one).
+  Block *entry = &op->getParentOfType<func::FuncOp>().getBody().front();
+  auto argumentOf = [&](Value value) -> int64_t {
+    auto arg = dyn_cast<BlockArgument>(value);
+    return arg && arg.getOwner() == entry ? arg.getArgNumber() : -1;
+  };
+  SmallVector<Attribute> wrt;
+  for (auto [w, tensor] : llvm::enumerate(op.getWrt()))
+    wrt.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("tensor", b.getI64IntegerAttr(argumentOf(tensor))),
+         b.getNamedAttr("grad", b.getI64IntegerAttr(
+                                    argumentOf(op.getOutputs()[3 + w])))}));
+  if (!wrt.empty())
+    fields.push_back(b.getNamedAttr("wrt", b.getArrayAttr(wrt)));
   return b.getDictionaryAttr(fields);
 }
 

@@ -164,6 +164,10 @@ for d in 64 128; do
     options="strategy=mma-sync" make_grad_bundle "grad-bf16-d$d-$mask-mma-sync" $flags
   done
 done
+# The gradients of a learnt gain and relative-position bias, which
+# attn-bundle-run checks too (scripts/gpu/round.sh).
+cp test/Integration/Inputs/learned-bias-grad.mlir "$out/grad-learned-bias.mlir"
+compile_bundle grad-learned-bias
 # Head dim 256 (bf16), whose gradients' columns the kernels split in two
 # (bench.sh backward d256).
 for mask in full causal; do

@@ -65,6 +65,8 @@ for region in document document-given softcap alibi prefix jagged window-given; 
   run gpu-bundles/region-$region-bundle.json --batch=2 --heads=4:2 --q-len=300 --kv-len=257 --repeat=0
 done
 run gpu-bundles/region-natten-bundle.json --heads=2:1 --q-len=320 --kv-len=320 --repeat=0
+# A backward with captured tensors' gradients.
+run gpu-bundles/grad-learned-bias-bundle.json --batch=2 --heads=4:2 --q-len=300 --kv-len=257 --repeat=3
 # The GPU reference kernel (float64, CUDA C built by nvcc there) agrees with
 # the CPU reference on a shape both can do, and checks one the CPU cannot.
 run gpu-bundles/bf16-d128-lse-bundle.json --batch=2 --heads=8:2 --q-len=300 --kv-len=513 --reference=cpu --repeat=0

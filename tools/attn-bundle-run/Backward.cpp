@@ -60,6 +60,17 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
   };
   const RegionProgram *maskMod = program(c.maskMod, "mask_mod");
   const RegionProgram *scoreMod = program(c.scoreMod, "score_mod");
+  // The wrt tensors are captures; their gradients are outputs shaped as
+  // them.
+  std::vector<int64_t> wrt;
+  std::vector<bool> isWrtGrad(numArgs);
+  for (const Computation::Wrt &w : c.wrt) {
+    if (w.tensor < NumRoles || w.grad < NumRoles)
+      fail(at + " computes the gradient of a tensor that is not among its "
+                "captures, or into no argument of its own");
+    wrt.push_back(w.tensor);
+    isWrtGrad[w.grad] = true;
+  }
 
   int64_t d = c.headDim, dv = c.valueHeadDim;
   std::vector<std::vector<int64_t>> shapes = {
@@ -87,6 +98,8 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
         shape[dim] = dims[dim];
     shapes.push_back(shape);
   }
+  for (const Computation::Wrt &w : c.wrt)
+    shapes[w.grad] = shapes[w.tensor];
   std::vector<ElementKind> kinds(numArgs);
   std::vector<int64_t> bytes(numArgs);
   std::vector<std::string> names;
@@ -95,12 +108,18 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
     const ArgumentType &arg = function.args[i];
     names.push_back(i < NumRoles ? kRoleNames[i] : arg.name);
     const std::string &name = names.back();
-    bool floats = i == Lse ? arg.dtype == "f32" : arg.dtype == c.dtype;
+    // The gradients may be f32, whatever the inputs' type.
+    bool gradient = i == DQ || i == DK || i == DV;
+    bool floats =
+        i == Lse ? arg.dtype == "f32"
+                 : arg.dtype == c.dtype || (gradient && arg.dtype == "f32");
     if (arg.shape.size() != shapes[i].size() ||
         !elementKind(arg.dtype, kinds[i]) || (i < NumRoles && !floats))
       fail("argument " + std::to_string(i) + " (" + name + ") has type '" +
            arg.str() + "', not the " +
-           (i < NumRoles ? std::string(i == Lse ? "f32" : c.dtype) +
+           (i < NumRoles ? std::string(i == Lse   ? "f32"
+                                       : gradient ? c.dtype + " or f32"
+                                                  : c.dtype) +
                                " memref of attention_grad's " + name
                          : std::string("capture of that rank")));
     for (size_t dim = 0; dim < arg.shape.size(); ++dim)
@@ -152,6 +171,10 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
       list->fillAllPartial(*host[i], o.m, o.n, c.qBlock, c.kvBlock);
       continue;
     }
+    if (isWrtGrad[i]) {
+      host[i]->poison();
+      continue;
+    }
     // The jagged mask's second integer capture: where each sequence starts.
     bool runStarts = jagged && ids && !isFloat(kinds[i]);
     fillCapture(*host[i], rng, runStarts ? ids : nullptr);
@@ -179,7 +202,8 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
   for (int64_t e = 0; e < host[Lse]->numElements(); ++e)
     host[Lse]->set(e, forward.logsumexp[e]);
   ReferenceGradients want;
-  if (!referenceAttentionGrad(problem, *host[Out], *host[GradOut], want, error))
+  if (!referenceAttentionGrad(problem, *host[Out], *host[GradOut], want, error,
+                              wrt))
     fail("the reference: " + error);
   for (size_t i = 0; i < numArgs; ++i)
     if (!driver.copyToDevice(args[i].address, host[i]->data(), bytes[i], error))
@@ -196,8 +220,11 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
   if (!driver.prepare(function, kernels, args, call, error) ||
       !driver.launch(call, error) || !driver.synchronize(error))
     fail(error);
-  for (Role role : {DQ, DK, DV})
-    if (!driver.copyToHost(host[role]->data(), args[role].address, bytes[role],
+  std::vector<size_t> outputs = {DQ, DK, DV};
+  for (const Computation::Wrt &w : c.wrt)
+    outputs.push_back(w.grad);
+  for (size_t arg : outputs)
+    if (!driver.copyToHost(host[arg]->data(), args[arg].address, bytes[arg],
                            error))
       fail(error);
 
@@ -211,6 +238,25 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
     bool finite;
     errors[g] = relativeError(*host[DQ + g], *wanted[g], finite);
     pass &= finite && errors[g] <= tolerance;
+  }
+  // A wrt gradient is f32 arithmetic on the inputs as given: f32's bound,
+  // of its terms' sizes (Reference.h).
+  double wrtTolerance = attentionTolerance(ElementKind::F32, false);
+  std::vector<double> wrtErrors;
+  for (size_t w = 0; w < c.wrt.size(); ++w) {
+    bool finite;
+    wrtErrors.push_back(relativeError(*host[c.wrt[w].grad], want.wrt[w], finite,
+                                      &want.wrtMagnitudes[w]));
+    pass &= finite && wrtErrors.back() <= wrtTolerance;
+  }
+  std::string wrtJson, wrtText;
+  for (size_t w = 0; w < wrtErrors.size(); ++w) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%s%.6e", w ? ", " : "", wrtErrors[w]);
+    wrtJson += text;
+    std::snprintf(text, sizeof text, ", d(wrt #%zu) error %.3e", w,
+                  wrtErrors[w]);
+    wrtText += text;
   }
 
   std::vector<float> times;
@@ -238,23 +284,27 @@ int attn_bundle_run::runBackward(const Options &o, const Bundle &bundle,
     std::printf("{\"function\": \"%s\", \"chip\": \"%s\", \"B\": %lld, "
                 "\"Hq\": %lld, \"Hkv\": %lld, \"M\": %lld, \"N\": %lld, "
                 "\"D\": %lld, \"causal\": %s, \"dq_error\": %.6e, "
-                "\"dk_error\": %.6e, \"dv_error\": %.6e, \"tolerance\": "
-                "%.1e, \"ms\": %.6f, \"tflops\": %.4f, \"pass\": %s}\n",
+                "\"dk_error\": %.6e, \"dv_error\": %.6e, \"wrt_errors\": "
+                "[%s], \"tolerance\": %.1e, \"ms\": %.6f, \"tflops\": %.4f, "
+                "\"pass\": %s}\n",
                 function.name.c_str(), driver.chip().c_str(),
                 (long long)o.batch, (long long)o.hq, (long long)o.hkv,
                 (long long)o.m, (long long)o.n, (long long)d,
                 c.causal ? "true" : "false", errors[0], errors[1], errors[2],
-                tolerance, ms, tflops, pass ? "true" : "false");
+                wrtJson.c_str(), tolerance, ms, tflops,
+                pass ? "true" : "false");
     return pass ? 0 : 1;
   }
   std::printf("attn-bundle-run: %s (attention_grad) on %s, B=%lld Hq=%lld "
               "Hkv=%lld M=%lld N=%lld D=%lld%s: dQ error %.3e, dK error "
-              "%.3e, dV error %.3e (tolerance %.1e, CPU float64 reference): "
-              "%s\n",
+              "%.3e, dV error %.3e%s (tolerance %.1e%s, CPU float64 "
+              "reference): %s\n",
               at.c_str(), driver.chip().c_str(), (long long)o.batch,
               (long long)o.hq, (long long)o.hkv, (long long)o.m, (long long)o.n,
               (long long)d, c.causal ? " causal" : "", errors[0], errors[1],
-              errors[2], tolerance, pass ? "PASS" : "FAIL");
+              errors[2], wrtText.c_str(), tolerance,
+              wrtErrors.empty() ? "" : ", 1e-5 of the terms' sizes for wrt",
+              pass ? "PASS" : "FAIL");
   if (!times.empty())
     std::printf("  median of %d runs: %.3f ms, %.2f TFLOP/s\n", o.repeat, ms,
                 tflops);
