@@ -9,12 +9,18 @@
 #      (the backward's bundles next to the peers' backward,
 #      bench/backward_bench.py; `kernels`: bf16 on wgmma and on mma.sync;
 #      `d256`: bf16 at head dim 256)
+#   or scripts/gpu/bench.sh captures (the backward with a learnt gain and
+#      relative-position bias next to Flex's, bench/capture_grad_bench.py)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 # attn.Kernel: the runtime-only Python package scripts/gpu/round.sh builds.
 [ -d build-runtime/python/attn ] || { echo "no build-runtime/python/attn: run scripts/gpu/round.sh first"; exit 1; }
 export PYTHONPATH=$PWD/build-runtime/python${PYTHONPATH:+:$PYTHONPATH}
+if [ "${1:-}" = captures ]; then
+  PYTHONUNBUFFERED=1 exec python3 bench/capture_grad_bench.py \
+    gpu-bundles/grad-learned-bias-bf16-d64-bundle.json gpu-bundles/grad-bf16-d64-causal-bundle.json
+fi
 if [ "${1:-}" = backward ]; then
   shift
   [ $# -gt 0 ] || set -- bf16 f16 masks

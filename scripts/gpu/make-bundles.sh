@@ -168,6 +168,11 @@ done
 # attn-bundle-run checks too (scripts/gpu/round.sh).
 cp test/Integration/Inputs/learned-bias-grad.mlir "$out/grad-learned-bias.mlir"
 compile_bundle grad-learned-bias
+# The same at bf16 and D = 64, timed next to Flex (scripts/gpu/bench.sh
+# captures).
+sed 's/x32x/x64x/g; s/xf16>/xbf16>/g' test/Integration/Inputs/learned-bias-grad.mlir \
+  > "$out/grad-learned-bias-bf16-d64.mlir"
+compile_bundle grad-learned-bias-bf16-d64
 # Head dim 256 (bf16), whose gradients' columns the kernels split in two
 # (bench.sh backward d256).
 for mask in full causal; do
