@@ -232,6 +232,13 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
   std::string captures, maskBody, scoreBody;
   if (llvm::Error error = maskRegion(spec, captures, maskBody))
     return std::move(error);
+  if ((!spec.traceMaskBody.empty() && spec.mask != "none") ||
+      (!spec.traceScoreBody.empty() && spec.scoreMod != "none"))
+    return llvm::createStringError(
+        "a traced region replaces a built-in one, which must be none");
+  maskBody = spec.traceMaskBody.empty() ? maskBody : spec.traceMaskBody;
+  scoreBody = spec.traceScoreBody.empty() ? scoreBody : spec.traceScoreBody;
+  captures += spec.traceCaptures;
   llvm::StringRef param;
   llvm::StringRef mask = spec.mask, scoreMod = spec.scoreMod;
   if (scoreMod == "none") {
@@ -356,9 +363,9 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
     attrs += (attrs.empty() ? "" : ", ") +
              llvm::formatv("{0} = \"{1}\"", attr, name).str();
   };
-  if (!maskBody.empty())
+  if (!maskBody.empty() && spec.traceMaskBody.empty())
     addName(kMaskModNameAttrName, mask);
-  if (!scoreBody.empty())
+  if (!scoreBody.empty() && spec.traceScoreBody.empty())
     addName(kScoreModNameAttrName, scoreMod);
   if (!attrs.empty())
     attrs = " {" + attrs + "}";
@@ -368,6 +375,27 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
   if (spec.backward) {
     // The built-ins' one float capture is ALiBi's slopes.
     std::string wrt, gradArgs, grads, gradTypes;
+    unsigned wrtCount = spec.captureGrads ? 1 : 0;
+    if (!spec.traceWrt.empty()) {
+      if (spec.captureGrads)
+        return llvm::createStringError(
+            "capture gradients are alibi's or a traced region's, not both");
+      std::string names, types;
+      for (auto [i, capture] : llvm::enumerate(spec.traceWrt)) {
+        const auto &[name, type] = capture;
+        if (spec.traceCaptures.find("%" + name + ": " + type) ==
+            std::string::npos)
+          return llvm::createStringError("capture gradient of %" + name +
+                                         ": no such captured argument");
+        names += (i ? ", %" : "%") + name;
+        types += (i ? ", " : "") + type;
+        gradArgs += llvm::formatv(", %grad_{0}: {1}", name, type).str();
+        grads += ", %grad_" + name;
+        gradTypes += ", " + type;
+      }
+      wrt = llvm::formatv("\n      wrt({0} : {1})", names, types);
+      wrtCount = spec.traceWrt.size();
+    }
     if (spec.captureGrads) {
       if (spec.scoreMod != "alibi")
         return llvm::createStringError(
@@ -382,10 +410,10 @@ llvm::Expected<std::string> mlir::attn::variantSource(const VariantSpec &spec) {
     }
     std::string resultTypes =
         llvm::formatv("{0}, {1}, {2}{3}", qType, kType, vType, gradTypes);
-    unsigned results = spec.captureGrads ? 4 : 3;
+    unsigned results = 3 + wrtCount;
     std::string returned = "%r#0, %r#1, %r#2";
-    if (spec.captureGrads)
-      returned += ", %r#3";
+    for (unsigned i = 3; i < results; ++i)
+      returned += ", %r#" + std::to_string(i);
     return llvm::formatv(
                R"(func.func @attention_grad(%query: {0}, %key: {1}, %value: {2}, %out: {3}, %grad_out: {3}, %logsumexp: {4}, %grad_query: {0}, %grad_key: {1}, %grad_value: {2}{8}{5}) -> ({10}) {{{14}
   %r:{11} = attn.attention_grad ins(%query, %key, %value, %out, %grad_out, %logsumexp : {0}, {1}, {2}, {3}, {3}, {4}){9}

@@ -32,6 +32,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -517,8 +518,15 @@ NB_MODULE(_compiler, m) {
          bool causal, bool lse, const std::string &mask,
          const std::string &scoreMod, double scale, int64_t batch,
          int64_t queryHeads, int64_t kvHeads, int64_t queryLen, int64_t kvLen,
-         int64_t givenBlockMask, bool backward, bool captureGrads) {
+         int64_t givenBlockMask, bool backward, bool captureGrads,
+         const std::string &traceMask, const std::string &traceScore,
+         const std::string &traceCaptures,
+         const std::vector<std::pair<std::string, std::string>> &traceWrt) {
         attn::VariantSpec spec;
+        spec.traceMaskBody = traceMask;
+        spec.traceScoreBody = traceScore;
+        spec.traceCaptures = traceCaptures;
+        spec.traceWrt = traceWrt;
         spec.dtype = dtype;
         spec.headDim = headDim;
         spec.valueDim = valueDim;
@@ -546,7 +554,10 @@ NB_MODULE(_compiler, m) {
       nb::arg("scale"), nb::arg("batch"), nb::arg("query_heads"),
       nb::arg("kv_heads"), nb::arg("query_len"), nb::arg("kv_len"),
       nb::arg("given_block_mask"), nb::arg("backward") = false,
-      nb::arg("capture_grads") = false);
+      nb::arg("capture_grads") = false, nb::arg("trace_mask") = "",
+      nb::arg("trace_score") = "", nb::arg("trace_captures") = "",
+      nb::arg("trace_wrt") =
+          std::vector<std::pair<std::string, std::string>>());
   m.def(
       "block_mask_source",
       [](const std::string &mask, int64_t batch, int64_t heads,

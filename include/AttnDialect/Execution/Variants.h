@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mlir::attn {
 
@@ -47,6 +49,15 @@ struct VariantSpec {
   /// With backward: also the gradient of the score_mod's float capture
   /// (alibi's slopes), as `wrt` of the op.
   bool captureGrads = false;
+  /// Regions written elsewhere (Python's attn.trace): the ops of the
+  /// mask_mod's or score_mod's block and its attn.yield, reading the block
+  /// arguments %b, %h, %q, %kv (and %s) and the captured arguments
+  /// `traceCaptures` declares (", %name: type" each, after the output and
+  /// logsumexp). Either replaces `mask` or `scoreMod`, which must be none.
+  std::string traceMaskBody, traceScoreBody, traceCaptures;
+  /// With backward: the captured arguments, among `traceCaptures`, whose
+  /// gradients the op computes (`wrt`), as (name without %, type).
+  std::vector<std::pair<std::string, std::string>> traceWrt;
 };
 
 /// MLIR text of the variant, or an error naming the bad flag.

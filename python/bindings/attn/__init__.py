@@ -23,7 +23,8 @@ from .runtime import Kernel, Stream, alibi_slopes, chip, has_gpu_reference
 try:
     from .compiler import (Module, CpuKernel, attention, attention_grad,
                            softmax, compile_cpu, compile_gpu,
-                           block_mask_module, create_block_mask)
+                           block_mask_module, create_block_mask, captures)
+    from .trace import TraceError
     compiler_available = True
 except ImportError:  # a runtime-only build (no MLIR)
     compiler_available = False
@@ -32,4 +33,5 @@ __all__ = ["BlockMask", "Kernel", "Stream", "alibi_slopes", "chip",
            "has_gpu_reference", "compiler_available", "Module", "CpuKernel",
            "attention", "attention_grad", "softmax", "compile_cpu",
            "compile_gpu",
-           "block_mask_module", "create_block_mask"]
+           "block_mask_module", "create_block_mask", "captures",
+           "TraceError"]

@@ -15,6 +15,7 @@ import numpy as np
 
 from ._compiler import (Module, CpuKernel, attention_source, softmax_source,
                         block_mask_source, _max_tile)
+from . import trace
 from .block_mask import BlockMask
 
 _DTYPES = ("f32", "f16", "bf16")
@@ -68,7 +69,11 @@ def attention(dtype="f32", head_dim=64, value_dim=None, causal=False,
       'softcap:C'         C * tanh(s / C)  (C a finite positive number)
       'relative'          s + (q - kv)
       'checkerboard'      s / 2 where |q - kv| is odd, s where it is even
-    Callables are not accepted yet.
+    Either may also be a Python function, FlexAttention's
+    mask_mod(b, h, q_idx, kv_idx) or score_mod(score, b, h, q_idx, kv_idx),
+    traced into the op's region (attn.trace says what it may do); the
+    arrays it reads become the function's last arguments, after a built-in
+    mod's (attn.captures gives them in order).
 
     `given_block_mask`, a block size (a power of two from 16 to 1024; needs
     a `mask`), makes the function take a block mask of square blocks of
@@ -95,18 +100,18 @@ def attention_grad(dtype="f32", head_dim=64, value_dim=None, causal=False,
                    given_block_mask=None):
     """The backward of attention(...) with the same arguments: a module
     with one function @attention_grad(q, k, v, out, grad_out, lse, dq, dk,
-    dv [, dslopes] [, captures as attention's]) holding one
-    attn.attention_grad.
+    dv [, gradients of learnt captures] [, captures as attention's])
+    holding one attn.attention_grad.
 
     out and lse are the forward's output and logsumexp, grad_out the
     gradient of a loss with respect to out; dq, dk and dv (shaped and typed
     as q, k and v) receive the gradients (docs/Backward.md). With
-    `capture_grads` (score_mod='alibi' only), dslopes, a float32 array
-    shaped as the slopes, receives the gradient of the slopes (learnt
-    ALiBi). It compiles for the CPU (compile_cpu) and, for f16 and bf16
-    with head dims that are multiples of 16 up to 256 and without
-    `capture_grads`, for the GPU (compile_gpu: the backward kernels, sm_80
-    and newer).
+    `capture_grads`, float32 arrays shaped as the learnt tensors receive
+    their gradients: ALiBi's slopes for score_mod='alibi', or every float32
+    array a Python score_mod reads, in attn.captures' order. It compiles
+    for the CPU (compile_cpu) and, for f16 and bf16 with head dims that are
+    multiples of 16 up to 256, for the GPU (compile_gpu: the backward
+    kernels, sm_80 and newer).
 
     `given_block_mask`, a block size as attention()'s, makes the function
     take a block mask's eight lists as its last arguments (BlockMask.lists():
@@ -124,6 +129,18 @@ def attention_grad(dtype="f32", head_dim=64, value_dim=None, causal=False,
         capture_grads))
 
 
+def captures(mask=None, score_mod=None):
+    """The arrays that the function of attention(mask=..., score_mod=...)
+    (or attention_grad's) takes for Python mods, in order: after out and
+    lse (after dq, dk, dv and the gradients of the learnt ones for the
+    backward), and after a built-in mod's own captures. The arrays are read
+    in place at every call: pass these, or others of the same shapes and
+    types."""
+    traced = trace.trace(mask if callable(mask) else None,
+                         score_mod if callable(score_mod) else None)
+    return list(traced.arrays)
+
+
 def _variant_source(dtype, head_dim, value_dim, causal, lse, mask, score_mod,
                     scale, batch, heads, q_len, kv_len, given_block_mask,
                     backward, capture_grads=False):
@@ -134,8 +151,21 @@ def _variant_source(dtype, head_dim, value_dim, causal, lse, mask, score_mod,
     if value_dim is not None:
         value_dim = _check_head_dim("value_dim", value_dim)
     causal = _check_bool("causal", causal)
-    mask = _check_mask(mask)
-    score_mod = _check_score_mod(score_mod)
+    traced = trace.trace(mask if callable(mask) else None,
+                         score_mod if callable(score_mod) else None)
+    mask = "none" if callable(mask) else _check_mask(mask)
+    learnt = []
+    if callable(score_mod):
+        score_mod = "none"
+        if capture_grads:
+            learnt = [(name, traced.tensor_types[traced.argument_names.index(
+                name)]) for name in traced.learnable]
+            if not learnt:
+                raise ValueError("attn: capture_grads=True needs a score_mod "
+                                 "that reads a float32 array")
+            capture_grads = False
+    else:
+        score_mod = _check_score_mod(score_mod)
     scale = _check_scale(scale)
     hq, hkv = _check_heads(heads)
     batch, q_len, kv_len = (_check_size(name, size) for name, size in
@@ -145,7 +175,9 @@ def _variant_source(dtype, head_dim, value_dim, causal, lse, mask, score_mod,
         dtype, head_dim, value_dim or 0, causal, lse, mask, score_mod,
         scale or 0.0, _dim(batch), _dim(hq), _dim(hkv), _dim(q_len),
         _dim(kv_len), given_block_mask, backward=backward,
-        capture_grads=capture_grads)
+        capture_grads=capture_grads, trace_mask=traced.mask_body,
+        trace_score=traced.score_body, trace_captures=traced.arguments,
+        trace_wrt=learnt)
 
 
 def softmax(dtype="f32"):
@@ -415,8 +447,8 @@ def _check_scale(scale):
 
 def _no_callables(name, value, accepted):
     if callable(value):
-        raise TypeError(f"attn: {name}= does not accept callables yet; pass "
-                        f"one of {accepted}")
+        raise TypeError(f"attn: {name}= takes a function in attention() and "
+                        f"attention_grad() only; here one of {accepted}")
     if value is not None and not isinstance(value, str):
         raise TypeError(f"attn: {name}= must be one of {accepted}, got "
                         f"{_type_name(value)}")

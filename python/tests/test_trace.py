@@ -1,0 +1,173 @@
+"""Python mods traced into attn regions (attn.trace): the same functions
+that numpy evaluates as the reference run compiled on the CPU."""
+
+import numpy as np
+import pytest
+
+import attn
+from conftest import needs_compiler, reference_attention, relative_error
+from test_backward import inputs, score_gradients, sum_error
+
+pytestmark = needs_compiler
+
+N = 40
+DOC = (np.arange(N) // 13).astype(np.int32)
+BIAS = np.random.default_rng(3).standard_normal((4, 2 * N - 1)).astype(
+    np.float32)
+BIAS64 = BIAS.astype(np.float64)
+SLOPES = attn.alibi_slopes(4)
+
+# FlexAttention's examples as Python functions of (b, h, q_idx, kv_idx)
+# and (score, b, h, q_idx, kv_idx), over numpy values or traced ones.
+MASKS = {
+    "causal": lambda b, h, q, kv: q >= kv,
+    "sliding window": lambda b, h, q, kv: (q >= kv) & (q - kv <= 7),
+    "prefix": lambda b, h, q, kv: (kv <= 5) | (q >= kv),
+    "document": lambda b, h, q, kv: (DOC[q] == DOC[kv]) & (q >= kv),
+    "neighbourhood": lambda b, h, q, kv: (abs(q // 8 - kv // 8) <= 1)
+    & (abs(q % 8 - kv % 8) <= 1),
+    "per head": lambda b, h, q, kv: (h % 2 == 0) | (kv <= q),
+}
+SCORE_MODS = {
+    "relative bias": lambda s, b, h, q, kv: s + BIAS[h, q - kv + N - 1],
+    "alibi": lambda s, b, h, q, kv: s + SLOPES[h] * (q - kv),
+    "softcap": lambda s, b, h, q, kv: 20 * np.tanh(s / 20),
+    "square": lambda s, b, h, q, kv: s ** 2 / 4,
+    "checkerboard": lambda s, b, h, q, kv: np.where((q - kv) % 2 == 0, s,
+                                                    s * 0.5),
+    "clamped": lambda s, b, h, q, kv: np.minimum(np.maximum(s, -1.0), 1.0)
+    + np.exp2(-(abs(q - kv) / 8)),
+}
+
+
+def run_forward(mask, score_mod, heads=4):
+    module = attn.attention("f32", head_dim=16, mask=mask,
+                            score_mod=score_mod, heads=heads)
+    kernel = attn.compile_cpu(module, q_tile=16, kv_tile=16)
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, heads, N, 16)).astype(np.float32)
+               for _ in range(3))
+    out = np.full_like(q, np.nan)
+    kernel(q, k, v, out, *attn.captures(mask, score_mod))
+    want, _ = reference_attention(q, k, v, keep=mask, score_mod=score_mod)
+    return relative_error(out, want)
+
+
+@pytest.mark.parametrize("mask", list(MASKS))
+def test_traced_masks_match_numpy(mask):
+    assert run_forward(MASKS[mask], None) < 1e-5
+
+
+@pytest.mark.parametrize("score_mod", list(SCORE_MODS))
+def test_traced_score_mods_match_numpy(score_mod):
+    assert run_forward(MASKS["causal"], SCORE_MODS[score_mod]) < 1e-5
+
+
+def test_captures_are_arguments_read_in_place():
+    """A captured array is an argument: new values need no recompile."""
+    table = np.zeros((4, 2 * N - 1), np.float32)
+    mod = lambda s, b, h, q, kv: s + table[h, q - kv + N - 1]
+    module = attn.attention("f32", head_dim=16, score_mod=mod, heads=4)
+    kernel = attn.compile_cpu(module)
+    (captured,) = attn.captures(score_mod=mod)
+    assert captured is table
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((1, 4, N, 16)).astype(np.float32)
+               for _ in range(3))
+    for values in (BIAS, -BIAS):
+        table[...] = values
+        out = np.empty_like(q)
+        kernel(q, k, v, out, table)
+        want, _ = reference_attention(q, k, v, score_mod=mod)
+        assert relative_error(out, want) < 1e-5
+
+
+def test_traced_region_text():
+    """Python's floor modulo and integer-to-float conversion, as ops."""
+    traced = attn.trace.trace(
+        score_mod=lambda s, b, h, q, kv: s + (q - kv) % 3)
+    body = traced.score_body
+    assert "arith.remsi" in body and "arith.select" in body
+    assert "arith.sitofp" in body and "attn.yield" in body
+    assert traced.arguments == "" and traced.learnable == []
+
+
+def test_learnt_bias_gradients_of_a_traced_score_mod():
+    """capture_grads=True learns every float32 array the score_mod reads:
+    here a gain per head and a relative-position bias table."""
+    gain = np.random.default_rng(4).uniform(0.5, 1.5, 4).astype(np.float32)
+    mod = lambda s, b, h, i, j: s * gain[h] + BIAS[h, i - j + N - 1]
+    module = attn.attention_grad("f32", head_dim=16, score_mod=mod,
+                                 heads=(4, 2), capture_grads=True)
+    kernel = attn.compile_cpu(module, kv_tile=8)
+    q, k, v, do = inputs((1, 4, N, 16), (1, 2, N, 16), seed=5)
+    out, lse = reference_attention(q, k, v, score_mod=mod)
+    grads = [np.full_like(x, np.nan) for x in (q, k, v)]
+    dgain, dbias = np.full_like(gain, np.nan), np.full_like(BIAS, np.nan)
+    assert [a is b for a, b in zip(attn.captures(score_mod=mod),
+                                   (gain, BIAS))] == [True, True]
+    kernel(q, k, v, out.astype(np.float32), do, lse.astype(np.float32),
+           *grads, dgain, dbias, gain, BIAS)
+    ds, idx = score_gradients(q, k, v, do, False, mod)
+    s = np.einsum("bhid,bhjd->bhij", q.astype(np.float64),
+                  np.repeat(k, 2, axis=1).astype(np.float64)) / 4
+    terms = ds * s
+    assert sum_error(dgain, terms.sum(axis=(0, 2, 3)),
+                     np.abs(terms).sum(axis=(0, 2, 3))) < 1e-6
+    want, sizes = np.zeros(BIAS.shape), np.zeros(BIAS.shape)
+    where = (idx[1], idx[2] - idx[3] + N - 1)
+    np.add.at(want, where, ds)
+    np.add.at(sizes, where, np.abs(ds))
+    assert sum_error(dbias, want, sizes) < 1e-6
+
+
+def test_traced_mods_compile_for_the_gpu(tmp_path):
+    module = attn.attention("bf16", head_dim=64, mask=MASKS["document"],
+                            score_mod=SCORE_MODS["relative bias"],
+                            heads=(8, 2))
+    kernel = attn.compile_gpu(module, "sm_90a", str(tmp_path))
+    assert kernel.function == "attention"
+
+
+def mask_with_if(b, h, q, kv):
+    if q >= kv:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"mask_mod": mask_with_if},
+     r"mask_with_if \(line \d+\): Python control flow on a traced value"),
+    ({"score_mod": lambda s, b, h, q, kv: np.sin(s)},
+     r"sin\(\) has no attn op"),
+    ({"score_mod": lambda s, b, h, q, kv: s + BIAS[h]},
+     "reads a captured array of 2 dims with 1 indices"),
+    ({"score_mod": lambda s, b, h, q, kv: s + BIAS64[h, q]},
+     "captures a float64 array"),
+    ({"mask_mod": lambda b, h, q, kv: q - kv},
+     "mask_mod returns a non-boolean"),
+    ({"score_mod": lambda s, b, h, q, kv: [0, 1][q]},
+     "a traced value used as a Python int"),
+    ({"score_mod": lambda s, b, h, q, kv: 2 ** s},
+     "'\\*\\*' with a traced exponent"),
+])
+def test_untraceable_mods_raise_naming_the_function(kwargs, message):
+    with pytest.raises(attn.TraceError, match=message):
+        attn.trace.trace(**kwargs)
+
+
+def test_callables_elsewhere_are_refused():
+    with pytest.raises(TypeError, match="takes a function in attention"):
+        attn.block_mask_module(MASKS["causal"], 64, 64)
+
+
+def test_a_traced_region_does_not_join_a_builtin_one():
+    from attn._compiler import attention_source
+    body = attn.trace.trace(mask_mod=MASKS["causal"]).mask_body
+    with pytest.raises(ValueError, match="replaces a built-in one"):
+        attention_source("f32", 16, 0, False, False, "document", "none", 0.0,
+                         -1, -1, -1, -1, -1, 0, trace_mask=body)
+    with pytest.raises(ValueError, match="no such captured argument"):
+        attention_source("f32", 16, 0, False, False, "none", "none", 0.0, -1,
+                         -1, -1, -1, -1, 0, backward=True, trace_mask=body,
+                         trace_wrt=[("capture0", "tensor<4xf32>")])
