@@ -19,12 +19,12 @@ anything with ``__cuda_array_interface__``) without copies.
 
 from .block_mask import BlockMask
 from .runtime import Kernel, Stream, alibi_slopes, chip, has_gpu_reference
+from .trace import TraceError
 
 try:
     from .compiler import (Module, CpuKernel, attention, attention_grad,
                            softmax, compile_cpu, compile_gpu,
                            block_mask_module, create_block_mask, captures)
-    from .trace import TraceError
     compiler_available = True
 except ImportError:  # a runtime-only build (no MLIR)
     compiler_available = False

@@ -6,7 +6,8 @@ whether to keep it. ``trace`` runs each once on symbolic values that record
 what it computes: arithmetic (``+ - * / // %``, unary minus, ``abs``),
 comparisons, ``& | ^ ~``, ``**`` by a small int, and the functions of numpy or torch that have an
 attn op (``where``, ``tanh``, ``exp``, ``exp2``, ``log``, ``sqrt``, ``abs``,
-``minimum``, ``maximum``, ``logical_and/or/not``). Arrays the function
+``minimum``, ``maximum``, ``clamp``, ``logical_and/or/not``; as tensor
+methods too, with ``float()`` and ``to(dtype)``). Arrays the function
 reads from its closure or its module's globals (numpy arrays, torch
 tensors: float32, int32 or int64) become captured arguments of the kernel,
 read in place at every call, so a changed value needs no recompile. Python
@@ -206,8 +207,12 @@ class _Region:
         return self.op(f"arith.select {condition.name}, {x.name}, {y.name} : "
                        f"{x.type}", x.type)
 
-    def call(self, name, args):
+    def call(self, name, args, kwargs=None):
         """numpy's or torch's function `name` on traced values."""
+        if name == "clamp":
+            return args[0].clamp(*args[1:], **(kwargs or {}))
+        if kwargs:
+            self.fail(f"{name}() with keywords")
         if name in _UNARY or name in ("abs", "absolute", "negative"):
             name = {"absolute": "abs", "negative": "neg"}.get(name, name)
             return self.unary(name, args[0])
@@ -290,6 +295,46 @@ class Value:
     def __float__(self):
         self.region.fail("a traced value used as a Python float")
 
+    # The tensor methods mods call on torch's index and score tensors.
+    def abs(self):
+        return self.region.unary("abs", self)
+
+    def float(self):
+        return self.region.cast(self, _FLOAT)
+
+    def to(self, dtype):
+        name = str(dtype).replace("torch.", "")
+        if name.startswith(("float", "bfloat", "half")):
+            return self.float()
+        if name.startswith(("int", "long")):
+            return self.region.cast(self, _INDEX)
+        if name == "bool":
+            return self != 0
+        self.region.fail(f".to({name}) has no attn op")
+
+    def clamp(self, min=None, max=None):
+        result = self
+        if min is not None:
+            result = self.region.binary("maximum", result, min)
+        if max is not None:
+            result = self.region.binary("minimum", result, max)
+        return result
+
+    def tanh(self):
+        return self.region.unary("tanh", self)
+
+    def exp(self):
+        return self.region.unary("exp", self)
+
+    def exp2(self):
+        return self.region.unary("exp2", self)
+
+    def log(self):
+        return self.region.unary("log", self)
+
+    def sqrt(self):
+        return self.region.unary("sqrt", self)
+
     def __array_ufunc__(self, ufunc, method, *args, **kwargs):
         if method != "__call__" or kwargs:
             self.region.fail(f"numpy.{ufunc.__name__}.{method} has no attn op")
@@ -303,9 +348,7 @@ class Value:
     @classmethod
     def __torch_function__(cls, func, types_, args=(), kwargs=None):
         region = next(a.region for a in _flatten(args) if isinstance(a, Value))
-        if kwargs:
-            region.fail(f"torch.{func.__name__} with keywords")
-        return region.call(func.__name__, args)
+        return region.call(func.__name__, args, kwargs)
 
     def __repr__(self):
         return f"<attn traced {self.type} {self.name}>"
