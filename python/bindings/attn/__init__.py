@@ -20,6 +20,7 @@ anything with ``__cuda_array_interface__``) without copies.
 from .block_mask import BlockMask
 from .runtime import Kernel, Stream, alibi_slopes, chip, has_gpu_reference
 from .trace import TraceError
+from . import cache
 
 try:
     from .compiler import (Module, CpuKernel, attention, attention_grad,

@@ -320,6 +320,15 @@ class Value:
             result = self.region.binary("minimum", result, max)
         return result
 
+    def new_ones(self, size=(), dtype=None):
+        """FlexAttention's noop_mask: a true (or 1) of the given type."""
+        if size not in ((), []):
+            self.region.fail("new_ones of a shape other than ()")
+        if "bool" in str(dtype):
+            return self.region.constant(True, _BOOL)
+        return self.region.constant(1, _FLOAT if "float" in str(dtype)
+                                    else _INDEX)
+
     def tanh(self):
         return self.region.unary("tanh", self)
 
