@@ -33,4 +33,8 @@ if __name__ == "__main__":
         for name, mask_mod, score_mod in mods(doc, bias):
             attn.cache.forward_kernel(dtype, 64, 64, sys.argv[1], mask_mod,
                                       score_mod)
+            learnt = attn.trace.trace(mask_mod, score_mod).learnable
+            for learn in ((), (1,)) if learnt else ((),):
+                attn.cache.backward_kernel(dtype, 64, 64, sys.argv[1],
+                                           mask_mod, score_mod, learn=learn)
     print(f"flex_mods: compiled into {attn.cache.cache_dir()}")

@@ -108,7 +108,8 @@ def attention_grad(dtype="f32", head_dim=64, value_dim=None, causal=False,
     as q, k and v) receive the gradients (docs/Backward.md). With
     `capture_grads`, float32 arrays shaped as the learnt tensors receive
     their gradients: ALiBi's slopes for score_mod='alibi', or every float32
-    array a Python score_mod reads, in attn.captures' order. It compiles
+    array a Python score_mod reads, in attn.captures' order (or those whose
+    numbers in that order `capture_grads` lists). It compiles
     for the CPU (compile_cpu) and, for f16 and bf16 with head dims that are
     multiples of 16 up to 256, for the GPU (compile_gpu: the backward
     kernels, sm_80 and newer).
@@ -119,7 +120,8 @@ def attention_grad(dtype="f32", head_dim=64, value_dim=None, causal=False,
     [1, 1, KB, QB], full_q_num_blocks and full_q_indices, which the dK/dV
     kernel walks). The GPU kernels' 64-row tiles must divide the blocks.
     """
-    capture_grads = _check_bool("capture_grads", capture_grads)
+    if not isinstance(capture_grads, (list, tuple)):
+        capture_grads = _check_bool("capture_grads", capture_grads)
     if given_block_mask is not None:
         given_block_mask = _check_block_size("given_block_mask",
                                              given_block_mask)
@@ -157,15 +159,28 @@ def _variant_source(dtype, head_dim, value_dim, causal, lse, mask, score_mod,
     learnt = []
     if callable(score_mod):
         score_mod = "none"
-        if capture_grads:
-            learnt = [(name, traced.tensor_types[traced.argument_names.index(
-                name)]) for name in traced.learnable]
-            if not learnt:
-                raise ValueError("attn: capture_grads=True needs a score_mod "
-                                 "that reads a float32 array")
-            capture_grads = False
+        names = traced.learnable if capture_grads is True else []
+        if isinstance(capture_grads, (list, tuple)):
+            for i in capture_grads:
+                if not _is_int(i) or not 0 <= i < len(traced.arrays) or \
+                        traced.argument_names[i] not in traced.learnable:
+                    raise ValueError(
+                        f"attn: capture_grads={list(capture_grads)}: {i!r} "
+                        "is not the number of a float32 array the score_mod "
+                        "reads (attn.captures' order)")
+            names = [traced.argument_names[i] for i in sorted(set(
+                capture_grads))]
+        if capture_grads and not names:
+            raise ValueError("attn: capture_grads=True needs a score_mod "
+                             "that reads a float32 array")
+        learnt = [(name, traced.tensor_types[traced.argument_names.index(
+            name)]) for name in names]
+        capture_grads = False
     else:
         score_mod = _check_score_mod(score_mod)
+        if isinstance(capture_grads, (list, tuple)):
+            raise ValueError("attn: capture_grads= as a list of capture "
+                             "numbers needs a Python score_mod")
     scale = _check_scale(scale)
     hq, hkv = _check_heads(heads)
     batch, q_len, kv_len = (_check_size(name, size) for name, size in

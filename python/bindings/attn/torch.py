@@ -1,4 +1,4 @@
-"""FlexAttention's entry point on attn's kernels (the forward, so far).
+"""FlexAttention's entry point on attn's kernels, forward and backward.
 
     from attn.torch import flex_attention
     out = flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask)
@@ -12,18 +12,28 @@ read); `scale` (default 1/sqrt(D)); `enable_gqa` (needed when Hq != Hkv);
 `return_lse` (also the natural-log logsumexp of each row, f32). The mods
 are traced (attn.trace) and compiled once per regions, dtype, head dims,
 scale and chip (attn.cache: in memory and on disk); every batch size,
-head count and length then runs on that kernel. The tensors they capture
-must be on the query's GPU; they are read at each call. Inputs that are
-not contiguous are copied.
+head count, length and capture size then runs on that kernel. The tensors
+they capture must be on the query's GPU; they are read at each call.
+Inputs that are not contiguous are copied.
+
+The call is a torch op (`attn::flex_attention`, with fake tensors for
+shapes) whose autograd runs attn's backward kernels: `backward()` gives
+dQ, dK, dV and the gradients of float32 tensors the score_mod captures
+that require grad (learnt biases), summed deterministically. The
+logsumexp it returns has no gradient.
 """
+
+from typing import List, Tuple
 
 import torch
 
-from .cache import forward_kernel
+from .cache import backward_kernel, forward_kernel
 
 __all__ = ["flex_attention"]
 
 _DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16"}
+# What each op's `key` names: the mods and the kernels' parameters.
+_CALLS = {}
 
 
 def _chip(device):
@@ -69,18 +79,92 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
                          "(FlexAttention's BlockMask)")
     if scale is not None:
         scale = float(scale)
+    call = (_DTYPES[query.dtype], d, value.shape[3], _chip(query.device),
+            mask_mod, score_mod, scale)
     with torch.cuda.device(query.device):
-        kernel, traced = forward_kernel(
-            _DTYPES[query.dtype], d, value.shape[3], _chip(query.device),
-            mask_mod=mask_mod, score_mod=score_mod, scale=scale)
-        for i, array in enumerate(traced.arrays):
-            if not isinstance(array, torch.Tensor) or \
-                    array.device != query.device:
-                raise ValueError(f"attn: capture #{i} of the mods must be a "
-                                 f"torch tensor on {query.device}")
-        q, k, v = (t.contiguous() for t in (query, key, value))
-        out = torch.empty(b, hq, m, value.shape[3], dtype=query.dtype,
-                          device=query.device)
-        lse = torch.empty(b, hq, m, dtype=torch.float32, device=query.device)
-        kernel(q, k, v, out, lse, *(a.contiguous() for a in traced.arrays))
+        _, traced = forward_kernel(*call[:4], mask_mod=mask_mod,
+                                   score_mod=score_mod, scale=scale)
+    for i, array in enumerate(traced.arrays):
+        if not isinstance(array, torch.Tensor) or \
+                array.device != query.device:
+            raise ValueError(f"attn: capture #{i} of the mods must be a "
+                             f"torch tensor on {query.device}")
+    name = f"{id(mask_mod)}:{id(score_mod)}:{call[:4]}:{scale}"
+    _CALLS[name] = (call, traced.learnable and [
+        traced.argument_names.index(n) for n in traced.learnable])
+    out, lse = _flex_attention(query, key, value, list(traced.arrays), name)
     return (out, lse) if return_lse else out
+
+
+@torch.library.custom_op("attn::flex_attention", mutates_args=())
+def _flex_attention(query: torch.Tensor, key: torch.Tensor,
+                    value: torch.Tensor, captures: List[torch.Tensor],
+                    name: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    (dtype, d, dv, chip, mask_mod, score_mod, scale), _ = _CALLS[name]
+    b, hq, m, _ = query.shape
+    out = query.new_empty(b, hq, m, dv)
+    lse = query.new_empty(b, hq, m, dtype=torch.float32)
+    with torch.cuda.device(query.device):
+        kernel, _ = forward_kernel(dtype, d, dv, chip, mask_mod, score_mod,
+                                   scale)
+        kernel(*_dense(query, key, value), out, lse, *_dense(*captures))
+    return out, lse
+
+
+@_flex_attention.register_fake
+def _(query, key, value, captures, name):
+    b, hq, m, _ = query.shape
+    return (query.new_empty(b, hq, m, value.shape[3]),
+            query.new_empty(b, hq, m, dtype=torch.float32))
+
+
+@torch.library.custom_op("attn::flex_attention_backward", mutates_args=())
+def _flex_attention_backward(
+        query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+        out: torch.Tensor, lse: torch.Tensor, grad_out: torch.Tensor,
+        captures: List[torch.Tensor], name: str,
+        learn: List[int]) -> List[torch.Tensor]:
+    (dtype, d, dv, chip, mask_mod, score_mod, scale), _ = _CALLS[name]
+    grads = [torch.empty_like(t) for t in (query, key, value)]
+    grads += [torch.empty_like(captures[i], dtype=torch.float32)
+              for i in learn]
+    with torch.cuda.device(query.device):
+        kernel, _ = backward_kernel(dtype, d, dv, chip, mask_mod, score_mod,
+                                    scale, learn)
+        kernel(*_dense(query, key, value, out, grad_out), lse.detach(), *grads,
+               *_dense(*captures))
+    return grads
+
+
+@_flex_attention_backward.register_fake
+def _(query, key, value, out, lse, grad_out, captures, name, learn):
+    return [torch.empty_like(t) for t in (query, key, value)] + [
+        torch.empty_like(captures[i], dtype=torch.float32) for i in learn]
+
+
+def _dense(*tensors):
+    """The kernels' operands: row-major, and outside autograd."""
+    return [t.detach().contiguous() for t in tensors]
+
+
+def _setup_context(ctx, inputs, output):
+    query, key, value, captures, name = inputs
+    out, lse = output
+    learnable = _CALLS[name][1] or []
+    ctx.learn = [i for i in learnable if captures[i].requires_grad]
+    ctx.name, ctx.captures = name, len(captures)
+    ctx.save_for_backward(query, key, value, out, lse, *captures)
+
+
+def _backward(ctx, grad_out, grad_lse):
+    query, key, value, out, lse, *captures = ctx.saved_tensors
+    grads = _flex_attention_backward(query, key, value, out, lse,
+                                     grad_out.contiguous(), captures,
+                                     ctx.name, ctx.learn)
+    capture_grads = [None] * ctx.captures
+    for j, i in enumerate(ctx.learn):
+        capture_grads[i] = grads[3 + j]
+    return grads[0], grads[1], grads[2], capture_grads, None
+
+
+_flex_attention.register_autograd(_backward, setup_context=_setup_context)

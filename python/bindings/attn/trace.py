@@ -10,7 +10,8 @@ attn op (``where``, ``tanh``, ``exp``, ``exp2``, ``log``, ``sqrt``, ``abs``,
 methods too, with ``float()`` and ``to(dtype)``). Arrays the function
 reads from its closure or its module's globals (numpy arrays, torch
 tensors: float32, int32 or int64) become captured arguments of the kernel,
-read in place at every call, so a changed value needs no recompile. Python
+of dynamic sizes, read in place at every call, so neither a changed value
+nor a changed size needs a recompile. Python
 control flow on a traced value, or an op attn cannot lower, raises a
 TraceError (a TypeError) naming the function, the line and the op.
 
@@ -409,9 +410,11 @@ class _Captured:
             region.fail(f"captures a {dtype} array; attn reads float32, "
                         "int32 and int64 ones")
         self.element = _ELEMENT_TYPES[dtype]
-        dims = "x".join(str(d) for d in self.shape)
-        self.tensor_type = (f"tensor<{dims}x{self.element}>" if dims else
-                            f"tensor<{self.element}>")
+        # Dynamic sizes: one kernel serves every size of the array (a
+        # table that grows with the sequence, say).
+        self.tensor_type = "tensor<" + "?x" * len(self.shape) + \
+            self.element + ">"
+
 
     def __len__(self):
         return self.shape[0]
