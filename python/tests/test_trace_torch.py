@@ -56,3 +56,20 @@ def test_unsupported_torch_calls_name_the_op():
     with pytest.raises(TraceError, match="captures a float64 array"):
         table = torch.zeros(4, dtype=torch.float64)
         trace.trace(score_mod=lambda s, b, h, q, kv: s + table[h])
+
+
+def test_flex_mask_combinators_and_nested_reads_trace():
+    """FlexAttention's and_masks and noop_mask, and tensors read in the
+    functions a mod calls, trace as the mod written out."""
+    from torch.nn.attention.flex_attention import and_masks, noop_mask
+
+    def causal(b, h, q, kv):
+        return q >= kv
+
+    def same_document(b, h, q, kv):
+        return DOC[q] == DOC[kv]
+
+    combined = trace.trace(mask_mod=and_masks(causal, same_document))
+    assert "tensor.extract %capture0[%q]" in combined.mask_body
+    assert combined.arrays[0] is DOC
+    assert "arith.constant true" in trace.trace(mask_mod=noop_mask).mask_body

@@ -358,6 +358,10 @@ class Value:
     @classmethod
     def __torch_function__(cls, func, types_, args=(), kwargs=None):
         region = next(a.region for a in _flatten(args) if isinstance(a, Value))
+        if func.__name__ == "__getitem__" and not isinstance(args[0], Value):
+            # A tensor read where the tracer did not stand in for it (in a
+            # function the mod calls: FlexAttention's and_masks, say).
+            return _Captured(args[0], region)[args[1]]
         return region.call(func.__name__, args, kwargs)
 
     def __repr__(self):
