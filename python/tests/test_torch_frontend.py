@@ -99,3 +99,24 @@ def test_arguments_are_checked_by_name():
         flex_attention(q, k, k.float(), enable_gqa=True)
     with pytest.raises(ValueError, match="key must be on the query's CUDA"):
         flex_attention(q, k.cpu(), k, enable_gqa=True)
+
+
+def test_one_kernel_serves_every_length():
+    """Ten sequence lengths after the first call: no kernel compiled or
+    loaded again (FlexAttention compiles anew per length unless dynamic)."""
+    import attn.cache
+
+    _, mask_mod, _ = mods(DOC, BIAS)[0]
+    shapes = [(1, 2, 1), (2, 4, 17), (1, 8, 64), (3, 2, 100), (1, 4, 130),
+              (2, 2, 257), (1, 6, 300), (1, 4, 513), (2, 2, 777),
+              (1, 2, 1000)]
+    kernels = None
+    for b, h, n in shapes:
+        q, k, v = (torch.randn(b, h, n, 64, device="cuda",
+                               dtype=torch.bfloat16) for _ in range(3))
+        out = flex_attention(q, k, v, block_mask=BlockMask(mask_mod))
+        want, _ = reference(q, k, v, mask_mod, None)
+        assert ((out.double() - want).norm() / want.norm()).item() < 2e-2
+        if kernels is None:
+            kernels = dict(attn.cache._loaded)
+        assert attn.cache._loaded == kernels

@@ -171,3 +171,29 @@ def test_a_traced_region_does_not_join_a_builtin_one():
         attention_source("f32", 16, 0, False, False, "none", "none", 0.0, -1,
                          -1, -1, -1, -1, 0, backward=True, trace_mask=body,
                          trace_wrt=[("capture0", "tensor<4xf32>")])
+
+
+def test_flexattention_style_combinators_trace():
+    """FlexAttention's and_masks as it is written (new_ones, .to(device))
+    combines masks that read captured arrays."""
+    def and_masks(*mask_mods):
+        def and_mask(b, h, q_idx, kv_idx):
+            result = b.new_ones((), dtype="torch.bool")
+            for mask_mod in mask_mods:
+                result = result & mask_mod(b, h, q_idx, kv_idx).to(
+                    result.device)
+            return result
+        return and_mask
+
+    combined = and_masks(MASKS["causal"], lambda b, h, q, kv: q - kv <= 7)
+    body = attn.trace.trace(mask_mod=combined).mask_body
+    assert body.startswith("\n        %v0 = arith.constant true")
+    kernel = attn.compile_cpu(attn.attention("f32", head_dim=16,
+                                             mask=combined, heads=4))
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((1, 4, N, 16)).astype(np.float32)
+               for _ in range(3))
+    out = np.empty_like(q)
+    kernel(q, k, v, out)
+    want, _ = reference_attention(q, k, v, keep=MASKS["sliding window"])
+    assert relative_error(out, want) < 1e-5

@@ -11,12 +11,18 @@
 #      `d256`: bf16 at head dim 256)
 #   or scripts/gpu/bench.sh captures (the backward with a learnt gain and
 #      relative-position bias next to Flex's, bench/capture_grad_bench.py)
+#   or scripts/gpu/bench.sh frontend (attn.torch.flex_attention next to
+#      compiled Flex, bench/flex_frontend_bench.py)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 # attn.Kernel: the runtime-only Python package scripts/gpu/round.sh builds.
 [ -d build-runtime/python/attn ] || { echo "no build-runtime/python/attn: run scripts/gpu/round.sh first"; exit 1; }
 export PYTHONPATH=$PWD/build-runtime/python${PYTHONPATH:+:$PYTHONPATH}
+if [ "${1:-}" = frontend ]; then
+  ATTN_CACHE_DIR=${ATTN_CACHE_DIR:-$PWD/gpu-bundles/flex-bench-cache} \
+    PYTHONUNBUFFERED=1 exec python3 bench/flex_frontend_bench.py
+fi
 if [ "${1:-}" = captures ]; then
   PYTHONUNBUFFERED=1 exec python3 bench/capture_grad_bench.py \
     gpu-bundles/grad-learned-bias-bf16-d64-bundle.json gpu-bundles/grad-bf16-d64-causal-bundle.json

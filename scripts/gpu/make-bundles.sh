@@ -194,4 +194,11 @@ for dtype in f32 f16 bf16; do
       --attn-write-kernel-bundle=prefix="$out/softmax-${v%%:*}-$dtype-" -o /dev/null
   done
 done
+# attn.torch's kernels for the GPU machine's runtime-only attn, in attn.cache
+# directories: those python/tests/test_torch_frontend.py runs, and those
+# bench/flex_frontend_bench.py times (scripts/gpu/bench.sh frontend).
+ATTN_CACHE_DIR=$PWD/$out/flex-cache PYTHONPATH=build/python \
+  python3 python/tests/flex_mods.py "$chip"
+ATTN_CACHE_DIR=$PWD/$out/flex-bench-cache PYTHONPATH=build/python \
+  python3 bench/flex_frontend_mods.py "$chip"
 ls "$out"

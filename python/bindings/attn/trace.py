@@ -303,8 +303,16 @@ class Value:
     def float(self):
         return self.region.cast(self, _FLOAT)
 
-    def to(self, dtype):
-        name = str(dtype).replace("torch.", "")
+    @property
+    def device(self):
+        """None: a traced value lives wherever the kernel runs."""
+        return None
+
+    def to(self, dtype=None, *args, **kwargs):
+        name = str(kwargs.get("dtype", dtype)).replace("torch.", "")
+        if name in ("None", "cpu") or name.startswith("cuda"):
+            return self  # a device: FlexAttention's and_masks moves results
+
         if name.startswith(("float", "bfloat", "half")):
             return self.float()
         if name.startswith(("int", "long")):
@@ -321,9 +329,10 @@ class Value:
             result = self.region.binary("minimum", result, max)
         return result
 
-    def new_ones(self, size=(), dtype=None):
-        """FlexAttention's noop_mask: a true (or 1) of the given type."""
-        if size not in ((), []):
+    def new_ones(self, size=(), dtype=None, **kwargs):
+        """FlexAttention's noop_mask: a true (or 1) of the given type
+        (`device` and the like are the kernel's)."""
+        if tuple(size) != ():
             self.region.fail("new_ones of a shape other than ()")
         if "bool" in str(dtype):
             return self.region.constant(True, _BOOL)
