@@ -166,9 +166,9 @@ void GradBuilder::addCaptureTerms(ArrayRef<CaptureTerm> terms, Value h) {
           uniformIndices[r] = indices;
         continue;
       }
-      auto add = scf::IfOp::create(b, loc, kept, /*withElseRegion=*/false);
+      auto ifKept = scf::IfOp::create(b, loc, kept, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(add.thenBlock());
+      b.setInsertionPointToStart(ifKept.thenBlock());
       addExactly(baseOf(read.wrt), elementOf(read.wrt, indices), value);
     }
   }

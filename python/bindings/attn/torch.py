@@ -32,7 +32,9 @@ from .cache import backward_kernel, forward_kernel
 __all__ = ["flex_attention"]
 
 _DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16"}
-# What each op's `key` names: the mods and the kernels' parameters.
+# What each op's `name` argument stands for: the kernels' parameters with
+# the mods (kept alive, so that their ids name them alone), and the
+# captures the backward may learn.
 _CALLS = {}
 
 
