@@ -40,7 +40,10 @@ SCORE_MODS = {
 }
 
 
-def run_forward(mask, score_mod, heads=4):
+def run_forward(mask, score_mod, heads=4, reference_mask=None,
+                reference_mod=None):
+    """The mods compiled for the CPU against numpy evaluating them (or
+    the reference_ versions, which numpy can broadcast)."""
     module = attn.attention("f32", head_dim=16, mask=mask,
                             score_mod=score_mod, heads=heads)
     kernel = attn.compile_cpu(module, q_tile=16, kv_tile=16)
@@ -49,7 +52,8 @@ def run_forward(mask, score_mod, heads=4):
                for _ in range(3))
     out = np.full_like(q, np.nan)
     kernel(q, k, v, out, *attn.captures(mask, score_mod))
-    want, _ = reference_attention(q, k, v, keep=mask, score_mod=score_mod)
+    want, _ = reference_attention(q, k, v, keep=reference_mask or mask,
+                                  score_mod=reference_mod or score_mod)
     return relative_error(out, want)
 
 
@@ -197,3 +201,74 @@ def test_flexattention_style_combinators_trace():
     kernel(q, k, v, out)
     want, _ = reference_attention(q, k, v, keep=MASKS["sliding window"])
     assert relative_error(out, want) < 1e-5
+
+
+def random_mod(rng, depth=3, masks=False):
+    """A random score_mod (or mask_mod) as Python source over s, b, h, q,
+    kv (numpy spellings), and the same function: float, integer and
+    boolean subexpressions mixed as FlexAttention's users mix them."""
+    def integer(d):
+        if d == 0 or rng.random() < 0.3:
+            return str(rng.choice(["q", "kv", "h", "b", str(rng.integers(1, 9))]))
+        op = rng.choice(["+", "-", "*", "//", "%", "abs"])
+        if op == "abs":
+            return f"abs({integer(d - 1)})"
+        right = integer(d - 1) if op in "+-*" else str(rng.integers(1, 7))
+        return f"({integer(d - 1)} {op} {right})"
+
+    def floating(d):
+        if d == 0 or rng.random() < 0.25:
+            return str(rng.choice(["s", "s", f"{rng.uniform(-2, 2):.3f}"]))
+        kind = rng.choice(["arith", "mix", "where", "unary", "minmax"])
+        if kind == "arith":
+            op = rng.choice(["+", "-", "*"])
+            return f"({floating(d - 1)} {op} {floating(d - 1)})"
+        if kind == "mix":
+            return f"({floating(d - 1)} + {integer(d - 1)} / 16)"
+        if kind == "where":
+            cmp = rng.choice(["<", "<=", ">", ">=", "==", "!="])
+            return (f"np.where({integer(d - 1)} {cmp} {integer(d - 1)}, "
+                    f"{floating(d - 1)}, {floating(d - 1)})")
+        if kind == "unary":
+            fn = rng.choice(["np.tanh", "np.abs", "-"])
+            return f"{fn}({floating(d - 1)})"
+        fn = rng.choice(["np.minimum", "np.maximum"])
+        return f"{fn}({floating(d - 1)}, {floating(d - 1)})"
+
+    def boolean(d):
+        if d == 0 or rng.random() < 0.3:
+            # A variable on the left: Python's ~ of a constant bool is an int.
+            cmp = rng.choice(["<", "<=", ">", ">=", "==", "!="])
+            left = f"({rng.choice(['q', 'kv', 'h', 'b'])} + {integer(d)})"
+            return f"({left} {cmp} {integer(d)})"
+        op = rng.choice(["&", "|", "^", "~"])
+        if op == "~":
+            return f"(~{boolean(d - 1)})"
+        return f"({boolean(d - 1)} {op} {boolean(d - 1)})"
+
+    if masks:
+        source = f"lambda b, h, q, kv: {boolean(depth)}"
+    else:
+        source = f"lambda s, b, h, q, kv: {floating(depth)}"
+    return source, eval(source, {"np": np})
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_score_mods_match_numpy(seed):
+    """Random mods, traced and compiled, against numpy evaluating the same
+    function (Python's // and % on negative values included)."""
+    source, mod = random_mod(np.random.default_rng(seed))
+    # numpy gives a scalar for a mod that ignores its arguments.
+    error = run_forward(MASKS["causal"], mod, reference_mod=lambda s, *i: (
+        np.broadcast_to(mod(s, *i), s.shape)))
+    assert error < 1e-5, source
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_mask_mods_match_numpy(seed):
+    """Random masks of comparisons combined with & | ^ ~ (rows they empty
+    give zeros, as numpy's reference does)."""
+    source, mask = random_mod(np.random.default_rng(1000 + seed), masks=True)
+    error = run_forward(mask, None, reference_mask=lambda *i: np.broadcast_to(
+        mask(*i), np.broadcast(*i).shape))
+    assert error < 1e-5, source

@@ -88,6 +88,9 @@ class _Region:
             if x.region is not self:
                 self.fail("a value traced in another function")
             return x
+        if not isinstance(x, (bool, int, float)) and \
+                getattr(x, "shape", None) == () and hasattr(x, "item"):
+            x = x.item()  # a numpy or torch scalar: a constant
         if isinstance(x, bool):
             return self.constant(x, _BOOL if like == _BOOL else like)
         if isinstance(x, int):
