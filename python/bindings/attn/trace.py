@@ -4,16 +4,17 @@ FlexAttention's mods are Python functions: ``score_mod(score, b, h, q_idx,
 kv_idx)`` returns the score to use, ``mask_mod(b, h, q_idx, kv_idx)``
 whether to keep it. ``trace`` runs each once on symbolic values that record
 what it computes: arithmetic (``+ - * / // %``, unary minus, ``abs``),
-comparisons, ``& | ^ ~``, ``**`` by a small int, and the functions of numpy or torch that have an
-attn op (``where``, ``tanh``, ``exp``, ``exp2``, ``log``, ``sqrt``, ``abs``,
-``minimum``, ``maximum``, ``clamp``, ``logical_and/or/not``; as tensor
-methods too, with ``float()`` and ``to(dtype)``). Arrays the function
-reads from its closure or its module's globals (numpy arrays, torch
-tensors: float32, int32 or int64) become captured arguments of the kernel,
-of dynamic sizes, read in place at every call, so neither a changed value
-nor a changed size needs a recompile. Python
-control flow on a traced value, or an op attn cannot lower, raises a
-TraceError (a TypeError) naming the function, the line and the op.
+comparisons, ``& | ^ ~``, ``**`` by a small int, and the functions of
+numpy or torch that have an attn op (``where``, ``tanh``, ``exp``,
+``exp2``, ``log``, ``sqrt``, ``abs``, ``minimum``, ``maximum``, ``clamp``,
+``logical_and/or/not``; as tensor methods too, with ``float()`` and
+``to(dtype)``). Arrays the function reads from its closure or its module's
+globals (numpy arrays, torch tensors: float32, int32 or int64), and torch
+tensors read in the functions it calls, become captured arguments of the
+kernel, of dynamic sizes, read in place at every call, so neither a changed
+value nor a changed size needs a recompile. Python control flow on a
+traced value, or an op attn cannot lower, raises a TraceError (a TypeError)
+naming the function, the line and the op.
 
 Integer ``//`` and ``%`` follow Python (floor division, the divisor's sign);
 ``/`` divides as floats. Mixing integers and floats converts the integers
@@ -88,9 +89,7 @@ class _Region:
             if x.region is not self:
                 self.fail("a value traced in another function")
             return x
-        if not isinstance(x, (bool, int, float)) and \
-                getattr(x, "shape", None) == () and hasattr(x, "item"):
-            x = x.item()  # a numpy or torch scalar: a constant
+        x = _scalar(x)
         if isinstance(x, bool):
             return self.constant(x, _BOOL if like == _BOOL else like)
         if isinstance(x, int):
@@ -122,6 +121,7 @@ class _Region:
     def common(self, x, y, floats=False):
         """x and y as Values of one type: f32 if either is a float (or
         `floats`), i1 if both are booleans, else index."""
+        x, y = _scalar(x), _scalar(y)
         kinds = [v.type if isinstance(v, Value) else
                  _BOOL if isinstance(v, bool) else
                  _INDEX if isinstance(v, int) else _FLOAT for v in (x, y)]
@@ -239,6 +239,14 @@ class _Region:
         self.fail(f"{name}() has no attn op (supported: where, tanh, exp, "
                   "exp2, log, sqrt, abs, minimum, maximum, logical_and, "
                   "logical_or, logical_not and the arithmetic operators)")
+
+
+def _scalar(x):
+    """A numpy or torch scalar as the Python number it holds."""
+    if not isinstance(x, (bool, int, float, Value)) and \
+            getattr(x, "shape", None) == () and hasattr(x, "item"):
+        return x.item()
+    return x
 
 
 def _operator(name, reflected=False):
