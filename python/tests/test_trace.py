@@ -27,6 +27,10 @@ MASKS = {
     "neighbourhood": lambda b, h, q, kv: (abs(q // 8 - kv // 8) <= 1)
     & (abs(q % 8 - kv % 8) <= 1),
     "per head": lambda b, h, q, kv: (h % 2 == 0) | (kv <= q),
+    # FlexAttention's NATTEN on a 5 x 8 canvas, a 3 x 3 window whose centre
+    # stays inside it.
+    "natten": lambda b, h, q, kv: (abs(np.clip(q // 8, 1, 3) - kv // 8) <= 1)
+    & (abs(np.clip(q % 8, 1, 6) - kv % 8) <= 1),
 }
 SCORE_MODS = {
     "relative bias": lambda s, b, h, q, kv: s + BIAS[h, q - kv + N - 1],

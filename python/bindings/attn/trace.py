@@ -6,7 +6,8 @@ whether to keep it. ``trace`` runs each once on symbolic values that record
 what it computes: arithmetic (``+ - * / // %``, unary minus, ``abs``),
 comparisons, ``& | ^ ~``, ``**`` by a small int, and the functions of
 numpy or torch that have an attn op (``where``, ``tanh``, ``exp``,
-``exp2``, ``log``, ``sqrt``, ``abs``, ``minimum``, ``maximum``, ``clamp``,
+``exp2``, ``log``, ``sqrt``, ``abs``, ``minimum``, ``maximum``, ``clamp``
+or ``clip``,
 ``logical_and/or/not``; as tensor methods too, with ``float()`` and
 ``to(dtype)``). Arrays the function reads from its closure or its module's
 globals (numpy arrays, torch tensors: float32, int32 or int64), and torch
@@ -213,8 +214,9 @@ class _Region:
 
     def call(self, name, args, kwargs=None):
         """numpy's or torch's function `name` on traced values."""
-        if name == "clamp":
-            return args[0].clamp(*args[1:], **(kwargs or {}))
+        if name in ("clamp", "clip"):  # torch's and numpy's
+            return self.value(args[0], _FLOAT).clamp(*args[1:],
+                                                      **(kwargs or {}))
         if kwargs:
             self.fail(f"{name}() with keywords")
         if name in _UNARY or name in ("abs", "absolute", "negative"):
