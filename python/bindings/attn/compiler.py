@@ -136,8 +136,8 @@ def captures(mask=None, score_mod=None):
     (or attention_grad's) takes for Python mods, in order: after out and
     lse (after dq, dk, dv and the gradients of the learnt ones for the
     backward), and after a built-in mod's own captures. The arrays are read
-    in place at every call: pass these, or others of the same shapes and
-    types."""
+    in place at every call: pass these, or others of the same element types
+    and ranks (their sizes are dynamic)."""
     traced = trace.trace(mask if callable(mask) else None,
                          score_mod if callable(score_mod) else None)
     return list(traced.arrays)
