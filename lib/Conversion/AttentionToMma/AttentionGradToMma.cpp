@@ -87,18 +87,17 @@ struct AttentionGradToMmaPass
 
 } // namespace
 
-/// A launch that turns each of `elements` exact sums, kCaptureWords i64
-/// words from i32 word `first` of `workspace` (GradCaptures.cpp), into an
-/// f32 of `grad` (row-major), and zeroes the words again.
-static void finishCaptureGrad(RewriterBase &rewriter, Location loc,
-                              Value workspace, Value first, Value elements,
-                              Value grad) {
+/// A launch of kZeroThreads threads a block, one per element of `count`,
+/// whose in-range threads run `body` on their element.
+static void buildPerElementLaunch(RewriterBase &rewriter, Location loc,
+                                  Value count,
+                                  function_ref<void(Value element)> body) {
   auto index = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
   };
   Value one = index(1);
   Value blocks =
-      arith::CeilDivUIOp::create(rewriter, loc, elements, index(kZeroThreads));
+      arith::CeilDivUIOp::create(rewriter, loc, count, index(kZeroThreads));
   auto launch = gpu::LaunchOp::create(rewriter, loc, blocks, one, one,
                                       index(kZeroThreads), one, one);
   OpBuilder::InsertionGuard guard(rewriter);
@@ -111,65 +110,82 @@ static void finishCaptureGrad(RewriterBase &rewriter, Location loc,
   auto inside = scf::IfOp::create(
       rewriter, loc,
       arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, element,
-                            elements));
+                            count));
   rewriter.setInsertionPointToStart(inside.thenBlock());
-  Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type(),
-       f64 = rewriter.getF64Type();
-  Value zeroWord = arith::ConstantIntOp::create(rewriter, loc, i32, 0);
-  Value words = arith::AddIOp::create(
-      rewriter, loc, first,
-      arith::MulIOp::create(rewriter, loc, element, index(2 * kCaptureWords)));
-  // Word w counts units of 2^(8w - 150) (a significand's last bit at the
-  // group's smallest exponent); summed in f64 from the smallest.
-  Value sum = arith::ConstantFloatOp::create(
-      rewriter, loc, cast<FloatType>(f64), APFloat(0.0));
-  Value nonFinite;
-  for (int64_t w = 0; w < kCaptureWords; ++w) {
-    Value low = index(2 * w), high = index(2 * w + 1);
-    Value lowIndex = arith::AddIOp::create(rewriter, loc, words, low);
-    Value highIndex = arith::AddIOp::create(rewriter, loc, words, high);
-    Value lowWord = memref::LoadOp::create(rewriter, loc, workspace, lowIndex);
-    Value highWord =
-        memref::LoadOp::create(rewriter, loc, workspace, highIndex);
-    Value word = arith::OrIOp::create(
-        rewriter, loc, arith::ExtUIOp::create(rewriter, loc, i64, lowWord),
-        arith::ShLIOp::create(
-            rewriter, loc, arith::ExtUIOp::create(rewriter, loc, i64, highWord),
-            arith::ConstantIntOp::create(rewriter, loc, i64, 32)));
-    memref::StoreOp::create(rewriter, loc, zeroWord, workspace, lowIndex);
-    memref::StoreOp::create(rewriter, loc, zeroWord, workspace, highIndex);
-    if (w == kCaptureWords - 1) {
-      nonFinite = arith::CmpIOp::create(
-          rewriter, loc, arith::CmpIPredicate::ne, word,
-          arith::ConstantIntOp::create(rewriter, loc, i64, 0));
-      continue;
-    }
-    Value unit = arith::ConstantFloatOp::create(
-        rewriter, loc, cast<FloatType>(f64),
-        APFloat(std::ldexp(1.0, static_cast<int>(8 * w - 150))));
-    sum = arith::AddFOp::create(
-        rewriter, loc, sum,
-        arith::MulFOp::create(rewriter, loc,
-                              arith::SIToFPOp::create(rewriter, loc, f64, word),
-                              unit));
-  }
-  Value grad32 = arith::SelectOp::create(
-      rewriter, loc, nonFinite,
-      arith::ConstantFloatOp::create(rewriter, loc, rewriter.getF32Type(),
-                                     APFloat::getQNaN(APFloat::IEEEsingle())),
-      arith::TruncFOp::create(rewriter, loc, rewriter.getF32Type(), sum));
-  // Row-major indices of the element in `grad`.
-  auto type = cast<MemRefType>(grad.getType());
-  SmallVector<Value> indices(type.getRank());
-  Value rest = element;
-  for (int64_t i = type.getRank() - 1; i >= 0; --i) {
-    Value size = memref::DimOp::create(rewriter, loc, grad, i);
-    indices[i] = arith::RemUIOp::create(rewriter, loc, rest, size);
-    rest = arith::DivUIOp::create(rewriter, loc, rest, size);
-  }
-  memref::StoreOp::create(rewriter, loc, grad32, grad, indices);
+  body(element);
   rewriter.setInsertionPointToEnd(&launch.getBody().front());
   gpu::TerminatorOp::create(rewriter, loc);
+}
+
+/// A launch that turns each of `elements` exact sums, kCaptureWords i64
+/// words from i32 word `first` of `workspace` (GradCaptures.cpp), into an
+/// f32 of `grad` (row-major), and zeroes the words again.
+static void finishCaptureGrad(RewriterBase &rewriter, Location loc,
+                              Value workspace, Value first, Value elements,
+                              Value grad) {
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  buildPerElementLaunch(rewriter, loc, elements, [&](Value element) {
+    Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type(),
+         f64 = rewriter.getF64Type();
+    Value zeroWord = arith::ConstantIntOp::create(rewriter, loc, i32, 0);
+    Value words =
+        arith::AddIOp::create(rewriter, loc, first,
+                              arith::MulIOp::create(rewriter, loc, element,
+                                                    index(2 * kCaptureWords)));
+    // Word w counts units of 2^(8w - 150) (a significand's last bit at the
+    // group's smallest exponent); summed in f64 from the smallest.
+    Value sum = arith::ConstantFloatOp::create(
+        rewriter, loc, cast<FloatType>(f64), APFloat(0.0));
+    Value nonFinite;
+    for (int64_t w = 0; w < kCaptureWords; ++w) {
+      Value low = index(2 * w), high = index(2 * w + 1);
+      Value lowIndex = arith::AddIOp::create(rewriter, loc, words, low);
+      Value highIndex = arith::AddIOp::create(rewriter, loc, words, high);
+      Value lowWord =
+          memref::LoadOp::create(rewriter, loc, workspace, lowIndex);
+      Value highWord =
+          memref::LoadOp::create(rewriter, loc, workspace, highIndex);
+      Value word = arith::OrIOp::create(
+          rewriter, loc, arith::ExtUIOp::create(rewriter, loc, i64, lowWord),
+          arith::ShLIOp::create(
+              rewriter, loc,
+              arith::ExtUIOp::create(rewriter, loc, i64, highWord),
+              arith::ConstantIntOp::create(rewriter, loc, i64, 32)));
+      memref::StoreOp::create(rewriter, loc, zeroWord, workspace, lowIndex);
+      memref::StoreOp::create(rewriter, loc, zeroWord, workspace, highIndex);
+      if (w == kCaptureWords - 1) {
+        nonFinite = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::ne, word,
+            arith::ConstantIntOp::create(rewriter, loc, i64, 0));
+        continue;
+      }
+      Value unit = arith::ConstantFloatOp::create(
+          rewriter, loc, cast<FloatType>(f64),
+          APFloat(std::ldexp(1.0, static_cast<int>(8 * w - 150))));
+      sum = arith::AddFOp::create(
+          rewriter, loc, sum,
+          arith::MulFOp::create(
+              rewriter, loc, arith::SIToFPOp::create(rewriter, loc, f64, word),
+              unit));
+    }
+    Value grad32 = arith::SelectOp::create(
+        rewriter, loc, nonFinite,
+        arith::ConstantFloatOp::create(rewriter, loc, rewriter.getF32Type(),
+                                       APFloat::getQNaN(APFloat::IEEEsingle())),
+        arith::TruncFOp::create(rewriter, loc, rewriter.getF32Type(), sum));
+    // Row-major indices of the element in `grad`.
+    auto type = cast<MemRefType>(grad.getType());
+    SmallVector<Value> indices(type.getRank());
+    Value rest = element;
+    for (int64_t i = type.getRank() - 1; i >= 0; --i) {
+      Value size = memref::DimOp::create(rewriter, loc, grad, i);
+      indices[i] = arith::RemUIOp::create(rewriter, loc, rest, size);
+      rest = arith::DivUIOp::create(rewriter, loc, rest, size);
+    }
+    memref::StoreOp::create(rewriter, loc, grad32, grad, indices);
+  });
 }
 
 void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
@@ -396,32 +412,13 @@ void AttentionGradToMmaPass::lower(RewriterBase &rewriter, AttentionGradOp op) {
   Value keyBlocks = blocksOf(keys, kvTile, keySlices);
   launch(kvTile, qTile, keyBlocks, kvHeads, keySlices, /*queryGrad=*/false);
 
-  {
-    // Zero the Delta words: kZeroThreads threads a block, a word each.
-    Value one = index(1);
-    Value blocks =
-        arith::CeilDivUIOp::create(rewriter, loc, words, index(kZeroThreads));
-    auto zero = gpu::LaunchOp::create(rewriter, loc, blocks, one, one,
-                                      index(kZeroThreads), one, one);
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(&zero.getBody().front());
-    Value word = arith::AddIOp::create(
-        rewriter, loc,
-        arith::MulIOp::create(rewriter, loc, zero.getBlockIds().x,
-                              index(kZeroThreads)),
-        zero.getThreadIds().x);
-    auto inside = scf::IfOp::create(
-        rewriter, loc,
-        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, word,
-                              words));
-    rewriter.setInsertionPointToStart(inside.thenBlock());
+  // Zero the Delta words again, a word per thread.
+  buildPerElementLaunch(rewriter, loc, words, [&](Value word) {
     memref::StoreOp::create(
         rewriter, loc,
         arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), 0),
         deltaBuffer, word);
-    rewriter.setInsertionPointToEnd(&zero.getBody().front());
-    gpu::TerminatorOp::create(rewriter, loc);
-  }
+  });
 
   for (auto [w, elements] : llvm::enumerate(captureElements))
     finishCaptureGrad(rewriter, loc, deltaBuffer, captureWords[w], elements,
